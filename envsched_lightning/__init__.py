@@ -1,0 +1,3 @@
+"""EnvSched-Lightning: rollout-efficient GRPO over many tool-use environments."""
+
+__version__ = "0.1.0"

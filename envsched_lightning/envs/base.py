@@ -1,0 +1,86 @@
+"""The environment interface every tool-use world implements, and the records an episode speaks in.
+
+An `Environment` owns tool schemas and a task list; `reset(task)` returns an `Episode` holding a
+fresh deep copy of the world's state, so rollouts of one group never share state. The agent loop
+(`envsched_lightning.rollout.agent_loop`) alternates model turns and `Episode.step` until the model
+answers without a tool call or `task.max_turns` is reached, then asks `Episode.verify`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from envsched_lightning.scheduling import TaskSpec
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One parsed `<tool_call>` block: a tool name and its JSON arguments."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returned (or why it failed), rendered back to the model as a `tool` message."""
+
+    name: str
+    content: str
+    error: str | None = None  # set when the call was rejected or the tool raised
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verifier's reward in [0, 1] and the reason, kept for logging and debugging."""
+
+    reward: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Task:
+    """One schedulable task: the conversation to start from, its ground truth, and its `TaskSpec`."""
+
+    spec: TaskSpec
+    messages: tuple[Mapping[str, str], ...]  # chat messages ({"role", "content"}) before the first model turn
+    ground_truth: Mapping[str, Any] = field(default_factory=dict)  # expected calls / final state / answer substrings
+    max_turns: int = 4
+    tools: tuple[Mapping[str, Any], ...] = ()  # schemas offered in this task; empty = the environment's full set
+
+
+class Episode(ABC):
+    """One rollout's private world: execute tool calls against its own state, then verify."""
+
+    @abstractmethod
+    def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Execute the calls of one model turn in order; never raises for bad calls."""
+
+    @abstractmethod
+    def verify(self, final_answer: str) -> Verdict:
+        """Score the finished episode (final state, calls made, and the model's last text)."""
+
+
+class Environment(ABC):
+    """A tool-use world: its name, tool schemas (Qwen3 `tools=` format) and tasks."""
+
+    name: str
+
+    @abstractmethod
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """JSON-schema function docs: ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+
+    @abstractmethod
+    def tasks(self) -> list[Task]:
+        """All tasks of this environment, deterministic for a given construction seed."""
+
+    def tools_for(self, task: Task) -> list[dict[str, Any]]:
+        """The schemas rendered into the prompt of `task` (per-task subsets, as in BFCL)."""
+        return [dict(t) for t in task.tools] if task.tools else self.tool_schemas()
+
+    @abstractmethod
+    def reset(self, task: Task) -> Episode:
+        """A fresh episode for `task`, with its own copy of the world state."""

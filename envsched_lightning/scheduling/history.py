@@ -1,0 +1,75 @@
+"""Per-task rollout history kept as flat arrays, so 1M tasks cost a few MB and O(1) per update."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .types import ZERO_STD_EPS, RolloutGroup
+
+
+class TaskHistory:
+    """What the trainer has already paid for: counts, latest and EMA reward statistics per task.
+
+    Every scheduler reads this one record instead of keeping its own copy; `step` is the number
+    of `update` calls, and `last_step` (-1 = never) gives staleness.
+    """
+
+    ARRAYS = ("count", "last_step", "last_mean", "last_std", "ema_mean", "ema_std", "ema_len", "zero_var")
+
+    def __init__(self, num_tasks: int, ema: float = 0.5) -> None:
+        if not 0.0 < ema <= 1.0:
+            raise ValueError(f"ema must be in (0, 1], got {ema}")
+        self.ema = ema
+        self.step = 0
+        self.count = np.zeros(num_tasks, dtype=np.int64)  # groups observed
+        self.last_step = np.full(num_tasks, -1, dtype=np.int64)
+        self.last_mean = np.zeros(num_tasks, dtype=np.float32)
+        self.last_std = np.zeros(num_tasks, dtype=np.float32)
+        self.ema_mean = np.zeros(num_tasks, dtype=np.float32)
+        self.ema_std = np.zeros(num_tasks, dtype=np.float32)
+        self.ema_len = np.zeros(num_tasks, dtype=np.float32)
+        self.zero_var = np.zeros(num_tasks, dtype=np.int64)  # zero-variance groups observed
+
+    @property
+    def num_tasks(self) -> int:
+        return int(self.count.shape[0])
+
+    @property
+    def observed(self) -> np.ndarray:
+        return self.count > 0
+
+    def staleness(self) -> np.ndarray:
+        """Updates since each task was last observed; never-observed tasks get ``step + 1``."""
+        return np.where(self.last_step >= 0, self.step - self.last_step, self.step + 1)
+
+    def record(self, groups: Sequence[RolloutGroup]) -> None:
+        """Fold one step's (already validated) groups into the history and advance the clock."""
+        self.step += 1
+        for g in groups:
+            i, mean, std = g.index, g.mean, g.std
+            first = self.count[i] == 0
+            a = 1.0 if first else self.ema
+            self.ema_mean[i] = a * mean + (1 - a) * self.ema_mean[i]
+            self.ema_std[i] = a * std + (1 - a) * self.ema_std[i]
+            if g.lengths is not None:
+                length = sum(g.lengths) / len(g.lengths)
+                self.ema_len[i] = a * length + (1 - a) * self.ema_len[i]
+            self.count[i] += 1
+            self.zero_var[i] += int(std < ZERO_STD_EPS)
+            self.last_step[i] = self.step
+            self.last_mean[i] = mean
+            self.last_std[i] = std
+
+    def state_dict(self) -> dict:
+        return {"step": self.step, "ema": self.ema, **{k: getattr(self, k).copy() for k in self.ARRAYS}}
+
+    def load_state_dict(self, state: dict) -> None:
+        for k in self.ARRAYS:
+            arr = np.asarray(state[k])
+            if arr.shape != getattr(self, k).shape:
+                raise ValueError(f"history.{k}: shape {arr.shape} does not match {getattr(self, k).shape}")
+            setattr(self, k, arr.astype(getattr(self, k).dtype, copy=True))
+        self.step = int(state["step"])
+        self.ema = float(state["ema"])

@@ -1,0 +1,1 @@
+"""One file per scheduler; each registers itself with `register_scheduler`."""

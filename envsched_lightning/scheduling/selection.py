@@ -1,0 +1,136 @@
+"""Constrained greedy batch fill shared by every scheduler.
+
+Priorities come from the strategy; this module turns them into a batch that honours the
+environment quotas and the similarity penalty. The penalty only ever lowers a candidate's value,
+so a lazy-greedy heap is exact: a popped entry whose value is still current is the true maximum.
+Only the top few multiples of the batch are ever sorted, so a step stays O(N) at 1M tasks.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .constraints import EnvQuota, SimilarityPenalty
+
+
+@dataclass
+class FillResult:
+    indices: list[int]
+    penalties: list[float]  # penalty applied to each chosen task at the moment it was picked
+    relaxations: list[str] = field(default_factory=list)
+
+
+def _tiered(keys: np.ndarray, eligible: np.ndarray | None) -> np.ndarray:
+    """One scalar order: every eligible task before every ineligible one, priority within a tier."""
+    keys = np.where(np.isfinite(keys), keys, np.nan)
+    lo, hi = np.nanmin(keys) if np.isfinite(keys).any() else 0.0, np.nanmax(keys) if np.isfinite(keys).any() else 0.0
+    keys = np.nan_to_num(keys, nan=lo - 1.0)
+    if eligible is None or eligible.all():
+        return keys
+    return np.where(eligible, keys, keys - (hi - lo + 2.0))
+
+
+def _descending(keys: np.ndarray, members: np.ndarray | None = None, chunk: int = 256) -> Iterator[np.ndarray]:
+    """Yield indices in descending key order (ties by index), sorting only as far as needed."""
+    idx = np.arange(keys.shape[0]) if members is None else members
+    vals = keys[idx]
+    start, n = 0, idx.shape[0]
+    while start < n:
+        stop = min(n, start + chunk)
+        if stop < n:
+            part = np.argpartition(-vals, stop - 1)[:stop]
+        else:
+            part = np.arange(n)
+        order = part[np.lexsort((idx[part], -vals[part]))]
+        yield idx[order[start:stop]]
+        start, chunk = stop, chunk * 4
+
+
+def fill_batch(
+    keys: np.ndarray,
+    batch_size: int,
+    env_ids: np.ndarray,
+    num_envs: int,
+    step: int,
+    quota: EnvQuota | None = None,
+    penalty: SimilarityPenalty | None = None,
+    eligible: np.ndarray | None = None,
+) -> FillResult:
+    keys = _tiered(np.asarray(keys, dtype=np.float64), eligible)
+    if quota is None and penalty is None:
+        top = next(_descending(keys, chunk=batch_size))
+        return FillResult([int(i) for i in top[:batch_size]], [0.0] * batch_size)
+
+    chosen: list[int] = []
+    pens: list[float] = []
+    taken = set()
+    counts = np.zeros(num_envs, dtype=np.int64)
+    hi = np.full(num_envs, batch_size, dtype=np.int64)
+    lo = np.zeros(num_envs, dtype=np.int64)
+    if quota is not None:
+        available = np.bincount(env_ids, minlength=num_envs)
+        elig = np.ones(keys.shape[0], bool) if eligible is None else eligible
+        learnable = np.bincount(env_ids[elig], minlength=num_envs) > 0
+        lo, hi = quota.limits(batch_size, available, learnable)
+
+    maxsim: dict[int, float] = {}
+    weight = 0.0
+    if penalty is not None and penalty.lam > 0:
+        head = next(_descending(keys, chunk=min(keys.shape[0], 2 * batch_size)))
+        weight = penalty.weight(float(np.std(keys[head])))
+
+    def value(i: int) -> float:
+        return keys[i] - weight * maxsim.get(i, 0.0)
+
+    def take(i: int) -> None:
+        chosen.append(i)
+        pens.append(weight * maxsim.get(i, 0.0))
+        taken.add(i)
+        counts[env_ids[i]] += 1
+        if weight > 0:
+            nbr, w = penalty.similarity.neighbours(i)
+            for j, s in zip(nbr.tolist(), w.tolist()):
+                if s > maxsim.get(j, 0.0):
+                    maxsim[j] = s
+
+    def greedy(order: Iterator[np.ndarray], need: int, ok: Callable[[int], bool]) -> None:
+        heap: list[tuple[float, int]] = []
+        pending = next(order, None)  # next block, all with keys below the current block's
+        got = 0
+        while got < need:
+            frontier = keys[pending[0]] if pending is not None and len(pending) else -np.inf
+            if not heap or -heap[0][0] < frontier:  # an unpenalised later task may now win
+                if pending is None:
+                    return
+                for i in pending.tolist():
+                    if i not in taken and ok(i):
+                        heapq.heappush(heap, (-value(i), i))
+                pending = next(order, None)
+                continue
+            neg, i = heapq.heappop(heap)
+            if i in taken or not ok(i):
+                continue
+            cur = value(i)
+            if cur < -neg - 1e-12:  # stale: its penalty grew since it was pushed
+                heapq.heappush(heap, (-cur, i))
+                continue
+            take(i)
+            got += 1
+
+    for e in np.flatnonzero(lo > 0).tolist():  # guaranteed minimum slots first
+        members = np.flatnonzero(env_ids == e)
+        greedy(_descending(keys, members, chunk=int(lo[e]) * 2), int(lo[e]), lambda i: True)
+    greedy(_descending(keys, chunk=2 * batch_size), batch_size - len(chosen), lambda i: counts[env_ids[i]] < hi[env_ids[i]])
+    relax = list(quota.relaxations) if quota is not None else []
+    if len(chosen) < batch_size:  # caps could not be met with the tasks left: fill, and say so
+        relax.append(f"caps left {batch_size - len(chosen)} slots empty; filled ignoring caps")
+        greedy(_descending(keys, chunk=2 * batch_size), batch_size - len(chosen), lambda i: True)
+    if quota is not None:
+        quota.observe_batch(counts_final := np.bincount(env_ids[chosen], minlength=num_envs))
+        over = np.flatnonzero(counts_final > hi)
+        relax += [f"{quota.env_names[e]} above its cap ({counts_final[e]} > {hi[e]})" for e in over]
+    return FillResult(chosen, pens, relax)

@@ -1,0 +1,137 @@
+"""Sparse task-to-task similarity from what tasks touch (tools, state keys, verifier).
+
+Jaccard overlap is estimated with MinHash and neighbours are found by LSH banding, so building a
+k-nearest-neighbour graph over 1M tasks is O(N k), never the O(N^2) dense pass. Edges only join
+tasks of the same environment: tool names mean something only inside their environment.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .types import TaskSpec
+
+_PRIME = (1 << 31) - 1
+
+
+@dataclass
+class SparseSimilarity:
+    """Symmetric kNN similarity in CSR form: ``neighbours(i)`` are (indices, weights in (0, 1])."""
+
+    indptr: np.ndarray  # int64[N + 1]
+    indices: np.ndarray  # int64[E]
+    weights: np.ndarray  # float32[E]
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.indptr.shape[0] - 1)
+
+    def neighbours(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = self.indptr[i], self.indptr[i + 1]
+        return self.indices[a:b], self.weights[a:b]
+
+    def pair(self, i: int, j: int) -> float:
+        nbr, w = self.neighbours(i)
+        hit = np.flatnonzero(nbr == j)
+        return float(w[hit[0]]) if hit.size else 0.0
+
+    @classmethod
+    def from_edges(cls, n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> SparseSimilarity:
+        """Symmetrise (max weight per pair), drop self loops, and pack as CSR."""
+        src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
+        keep = src != dst
+        src, dst, w = src[keep], dst[keep], w[keep].astype(np.float32)
+        order = np.lexsort((-w, dst, src))
+        src, dst, w = src[order], dst[order], w[order]
+        first = np.ones(src.shape[0], bool)
+        first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+        src, dst, w = src[first], dst[first], w[first]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+        return cls(indptr, dst.astype(np.int64), w)
+
+
+def _token_ids(specs: Sequence[TaskSpec]) -> tuple[np.ndarray, np.ndarray]:
+    """(task index, 31-bit token hash) for every tool / state key / verifier a task names."""
+    cache: dict[str, int] = {}
+    rows: list[int] = []
+    toks: list[int] = []
+    for i, s in enumerate(specs):
+        names = [f"t:{t}" for t in s.tools] + [f"s:{k}" for k in s.state_keys] + ([f"v:{s.verifier}"] if s.verifier else [])
+        if not names:
+            names = ["<none>"]  # tasks with no tools at all are alike in that
+        for name in names:
+            h = cache.get(name)
+            if h is None:
+                h = cache[name] = zlib.crc32(name.encode()) & 0x7FFFFFFF
+            rows.append(i)
+            toks.append(h)
+    return np.asarray(rows, dtype=np.int64), np.asarray(toks, dtype=np.int64)
+
+
+def minhash(rows: np.ndarray, toks: np.ndarray, n: int, num_hashes: int, seed: int = 0) -> np.ndarray:
+    """int64[n, num_hashes]: the minimum of each of `num_hashes` universal hashes over a task's tokens."""
+    rng = np.random.default_rng(seed)
+    a = torch.from_numpy(rng.integers(1, _PRIME, num_hashes))
+    b = torch.from_numpy(rng.integers(0, _PRIME, num_hashes))
+    t = torch.from_numpy(toks)[:, None]
+    hv = (t * a[None, :] + b[None, :]) % _PRIME  # [T, H]
+    out = torch.full((n, num_hashes), _PRIME, dtype=torch.int64)
+    out.scatter_reduce_(0, torch.from_numpy(rows)[:, None].expand_as(hv), hv, reduce="amin")
+    return out.numpy()
+
+
+def lsh_candidates(
+    signatures: np.ndarray, groups: np.ndarray, bands: int, window: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs: tasks of one group whose signature agrees on a whole band.
+
+    Within a band bucket, tasks are put in a random order and each is paired with the next
+    `window`, which keeps the pair count O(N * bands * window) even for huge identical buckets.
+    """
+    n, h = signatures.shape
+    rows = max(1, h // bands)
+    src_all, dst_all = [], []
+    for b in range(bands):
+        band = signatures[:, b * rows : (b + 1) * rows]
+        bucket = (band * np.arange(1, rows + 1, dtype=np.int64)[None, :] * 1_000_003).sum(1) % _PRIME
+        order = np.lexsort((rng.random(n), bucket, groups))
+        sb, sg = bucket[order], groups[order]
+        for off in range(1, window + 1):
+            same = (sb[off:] == sb[:-off]) & (sg[off:] == sg[:-off])
+            src_all.append(order[:-off][same])
+            dst_all.append(order[off:][same])
+    if not src_all:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(src_all), np.concatenate(dst_all)
+
+
+def top_k_per_node(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray, k: int) -> SparseSimilarity:
+    """Keep each node's k strongest candidate edges (both directions count), then symmetrise."""
+    s2, d2, w2 = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
+    order = np.lexsort((d2, -w2, s2))
+    s2, d2, w2 = s2[order], d2[order], w2[order]
+    starts = np.searchsorted(s2, np.arange(n))
+    rank = np.arange(s2.shape[0]) - starts[s2]
+    keep = rank < k
+    return SparseSimilarity.from_edges(n, s2[keep], d2[keep], w2[keep])
+
+
+def task_similarity(
+    specs: Sequence[TaskSpec], k: int = 10, num_hashes: int = 16, bands: int = 8, seed: int = 0
+) -> SparseSimilarity:
+    """Intra-environment kNN graph weighted by (MinHash-estimated) Jaccard overlap of what tasks touch."""
+    n = len(specs)
+    rows, toks = _token_ids(specs)
+    sig = minhash(rows, toks, n, num_hashes, seed)
+    env_index: dict[str, int] = {}
+    groups = np.fromiter((env_index.setdefault(s.env, len(env_index)) for s in specs), dtype=np.int64, count=n)
+    src, dst = lsh_candidates(sig, groups, bands, window=max(2, k // 2), rng=np.random.default_rng(seed))
+    w = (sig[src] == sig[dst]).mean(1).astype(np.float32)
+    keep = w > 0
+    return top_k_per_node(n, src[keep], dst[keep], w[keep], k)

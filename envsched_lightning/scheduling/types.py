@@ -1,0 +1,120 @@
+"""The two records the scheduling core speaks in: what a task is, and what its rollouts scored."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+ZERO_STD_EPS = 1e-6
+"""A group whose reward std is below this taught nothing (all rewards equal)."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything the scheduler may know about an (environment, task) pair before running it.
+
+    `tools`, `state_keys` and `verifier` describe what the task touches (intra-environment
+    similarity); `features` (numeric execution-pattern descriptors, e.g. ``n_calls``) and
+    `reward_type` describe how it is solved and scored (cross-environment similarity).
+    """
+
+    env: str
+    task_id: str
+    tools: tuple[str, ...] = ()
+    state_keys: tuple[str, ...] = ()
+    verifier: str = ""
+    features: Mapping[str, float] = field(default_factory=dict)
+    reward_type: str = "binary"
+
+    def __post_init__(self) -> None:
+        if not self.env or not isinstance(self.env, str):
+            raise ValueError(f"TaskSpec.env must be a non-empty string, got {self.env!r}")
+        if not isinstance(self.task_id, str) or not self.task_id:
+            raise ValueError(f"TaskSpec.task_id must be a non-empty string, got {self.task_id!r}")
+        object.__setattr__(self, "tools", tuple(self.tools))
+        object.__setattr__(self, "state_keys", tuple(self.state_keys))
+        feats = {str(k): float(v) for k, v in dict(self.features).items()}
+        bad = [k for k, v in feats.items() if not math.isfinite(v)]
+        if bad:
+            raise ValueError(f"TaskSpec {self.key}: non-finite features {bad}")
+        object.__setattr__(self, "features", MappingProxyType(feats))
+
+    @property
+    def key(self) -> str:
+        """Stable identity across processes and checkpoints: ``env/task_id``."""
+        return f"{self.env}/{self.task_id}"
+
+    def __hash__(self) -> int:
+        return hash((self.env, self.task_id))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TaskSpec):
+            return NotImplemented
+        return (
+            self.env == other.env
+            and self.task_id == other.task_id
+            and self.tools == other.tools
+            and self.state_keys == other.state_keys
+            and self.verifier == other.verifier
+            and dict(self.features) == dict(other.features)
+            and self.reward_type == other.reward_type
+        )
+
+
+@dataclass(frozen=True)
+class RolloutGroup:
+    """One GRPO group: the G rewards that the rollouts of ``specs[index]`` earned in one step.
+
+    `lengths` optionally carries per-rollout turn or token counts; the graph uses their mean as an
+    execution-pattern statistic.
+    """
+
+    index: int
+    rewards: Sequence[float]
+    lengths: Sequence[float] | None = None
+
+    @property
+    def mean(self) -> float:
+        return sum(self.rewards) / len(self.rewards)
+
+    @property
+    def std(self) -> float:
+        """Population std of the group's rewards (what GRPO's advantage scale uses)."""
+        m = self.mean
+        return math.sqrt(sum((r - m) ** 2 for r in self.rewards) / len(self.rewards))
+
+    @property
+    def informative(self) -> bool:
+        """True when the rewards differ, i.e. the group yields a non-zero GRPO gradient."""
+        return self.std >= ZERO_STD_EPS
+
+
+def validate_groups(groups: Sequence[RolloutGroup], num_tasks: int) -> list[RolloutGroup]:
+    """Check every group before any state changes, so a bad group never half-applies an update."""
+    checked: list[RolloutGroup] = []
+    for pos, g in enumerate(groups):
+        where = f"group {pos} (index={getattr(g, 'index', None)!r})"
+        if not isinstance(g, RolloutGroup):
+            raise ValueError(f"{where}: expected RolloutGroup, got {type(g).__name__}")
+        if isinstance(g.index, bool) or not isinstance(g.index, int):
+            raise ValueError(f"{where}: index must be an int")
+        if not 0 <= g.index < num_tasks:
+            raise ValueError(f"{where}: index out of range for {num_tasks} tasks")
+        rewards = list(g.rewards)
+        if not rewards:
+            raise ValueError(f"{where}: empty group (no rewards)")
+        for r in rewards:
+            if isinstance(r, bool) or not isinstance(r, numbers.Real) or not math.isfinite(r):
+                raise ValueError(f"{where}: non-finite or non-numeric reward {r!r}")
+            if not 0.0 <= r <= 1.0:
+                raise ValueError(f"{where}: reward {r!r} outside [0, 1]")
+        lengths = None
+        if g.lengths is not None:
+            lengths = [float(x) for x in g.lengths]
+            if len(lengths) != len(rewards) or not all(math.isfinite(x) and x >= 0 for x in lengths):
+                raise ValueError(f"{where}: lengths must be finite, non-negative, one per reward")
+        checked.append(RolloutGroup(g.index, tuple(float(r) for r in rewards), lengths and tuple(lengths)))
+    return checked
