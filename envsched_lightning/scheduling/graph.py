@@ -1,0 +1,106 @@
+"""The dual-relation task graph: intra-environment (shared tools, state, verifier) and
+cross-environment (similar execution pattern and reward structure) edges over env-task nodes.
+
+Both relations are sparse kNN graphs found by LSH, never by a dense O(N^2) pass. Cross edges are
+rebuilt online from static pattern features plus observed reward statistics, so two tasks in
+different environments become neighbours once their rollouts behave alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from .features import pattern_vectors, static_features
+from .history import TaskHistory
+from .similarity import SparseSimilarity, task_similarity, top_k_per_node
+from .types import TaskSpec
+
+INTRA, CROSS = 0, 1
+
+
+def cross_env_similarity(
+    vectors: np.ndarray, env_ids: np.ndarray, k: int, tables: int = 6, bits: int = 10, window: int = 3, seed: int = 0
+) -> SparseSimilarity:
+    """kNN between tasks of different environments by random-hyperplane LSH on `vectors` (cosine)."""
+    n, d = vectors.shape
+    rng = np.random.default_rng(seed)
+    v = vectors - vectors.mean(0, keepdims=True)
+    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-6)
+    src_all, dst_all = [], []
+    for _ in range(tables):
+        planes = rng.standard_normal((d, bits)).astype(np.float32)
+        code = ((v @ planes) > 0).astype(np.int64) @ (1 << np.arange(bits, dtype=np.int64))
+        order = np.lexsort((rng.random(n), code))
+        sc = code[order]
+        for off in range(1, window + 1):
+            same = sc[off:] == sc[:-off]
+            a, b = order[:-off][same], order[off:][same]
+            other = env_ids[a] != env_ids[b]
+            src_all.append(a[other])
+            dst_all.append(b[other])
+    src = np.concatenate(src_all) if src_all else np.zeros(0, np.int64)
+    dst = np.concatenate(dst_all) if dst_all else np.zeros(0, np.int64)
+    w = np.clip((v[src] * v[dst]).sum(1), 0.0, 1.0).astype(np.float32)
+    keep = w > 0.05
+    return top_k_per_node(n, src[keep], dst[keep], w[keep], k)
+
+
+class TaskGraph:
+    """Owns the two relations and the static node features; `to_data()` gives the PyG view."""
+
+    def __init__(self, specs: Sequence[TaskSpec], env_ids: np.ndarray, k_intra: int = 10, k_cross: int = 5, seed: int = 0):
+        self.num_nodes = len(specs)
+        self.env_ids = env_ids
+        self.k_intra, self.k_cross, self.seed = k_intra, k_cross, seed
+        self.static_x = static_features(specs)  # [N, STATIC_DIM]
+        self.pattern_x = pattern_vectors(specs)  # [N, NUM_DIM + RT_DIM]
+        self.intra = task_similarity(specs, k=k_intra, seed=seed)
+        self.refreshes = 0
+        self.cross = self._cross(None)
+
+    def _cross(self, history: TaskHistory | None) -> SparseSimilarity:
+        vec = self.pattern_x
+        if history is not None:
+            obs = history.observed.astype(np.float32)[:, None]
+            stats = np.stack([history.ema_mean, 2 * history.ema_std, np.log1p(history.ema_len)], 1).astype(np.float32)
+            vec = np.concatenate([vec, obs, 2.0 * stats * obs], 1)  # observed behaviour outweighs static pattern
+        return cross_env_similarity(vec, self.env_ids, self.k_cross, seed=self.seed + self.refreshes)
+
+    def refresh_cross(self, history: TaskHistory) -> None:
+        """Rebuild cross-environment edges from static patterns plus observed reward statistics."""
+        self.refreshes += 1
+        self.cross = self._cross(history)
+
+    def relation(self, r: int) -> SparseSimilarity:
+        return self.intra if r == INTRA else self.cross
+
+    def edge_index(self, r: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(edge_index [2, E_r], edge_weight [E_r]) in PyG's source -> target convention."""
+        s = self.relation(r)
+        dst = np.repeat(np.arange(self.num_nodes), np.diff(s.indptr))
+        ei = torch.from_numpy(np.stack([s.indices, dst]))
+        return ei, torch.from_numpy(s.weights)
+
+    def to_data(self) -> Data:
+        """A `torch_geometric.data.Data` with `edge_type` (0 intra, 1 cross) and `edge_weight`."""
+        (e0, w0), (e1, w1) = self.edge_index(INTRA), self.edge_index(CROSS)
+        return Data(
+            x=torch.from_numpy(self.static_x),
+            edge_index=torch.cat([e0, e1], 1),
+            edge_weight=torch.cat([w0, w1]),
+            edge_type=torch.cat([torch.zeros(e0.shape[1], dtype=torch.long), torch.ones(e1.shape[1], dtype=torch.long)]),
+            num_nodes=self.num_nodes,
+        )
+
+    def combined_similarity(self) -> SparseSimilarity:
+        """Both relations as one similarity, for the batch similarity penalty."""
+        n = self.num_nodes
+        parts = [self.intra, self.cross]
+        src = np.concatenate([np.repeat(np.arange(n), np.diff(p.indptr)) for p in parts])
+        dst = np.concatenate([p.indices for p in parts])
+        w = np.concatenate([p.weights for p in parts])
+        return SparseSimilarity.from_edges(n, src, dst, w)

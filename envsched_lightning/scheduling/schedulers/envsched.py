@@ -1,0 +1,166 @@
+"""`envsched`: graph-propagated variance prediction plus coverage, under quotas and a similarity penalty.
+
+Per step: predict every task's next-group informativeness (2 x reward std) by blending a
+closed-form PPR smoothing of observed variance with an online-trained relation-aware GNN (the
+blend weight is earned on held-back groups: each step's groups are scored before the model
+trains on them); add a coverage bonus for rarely or long-ago tried tasks whose weight decays over
+training; fill the batch greedily under environment quotas and the similarity penalty. Every
+signal comes from groups the trainer already ran: no exploratory rollouts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..constraints import EnvQuota, SimilarityPenalty
+from ..features import HISTORY_DIM, STATIC_DIM, history_features
+from ..graph import CROSS, INTRA, TaskGraph
+from ..predictor import OnlineGNN
+from ..propagation import normalized_adjacency, ppr_smooth
+from ..base import Scheduler
+from ..registry import register_scheduler
+from ..similarity import SparseSimilarity
+
+
+@register_scheduler("envsched")
+class EnvSchedScheduler(Scheduler):
+    def __init__(
+        self,
+        specs,
+        seed: int = 0,
+        k_intra: int = 10,
+        k_cross: int = 5,
+        cross_edges: bool = True,
+        cross_weight: float = 0.5,
+        cross_refresh_every: int = 10,
+        use_gnn: bool = True,
+        gnn_min_observations: int = 64,
+        gnn_hidden: int = 32,
+        gnn_train_steps: int = 4,
+        ppr_alpha: float = 0.5,
+        ppr_iters: int = 4,
+        coverage: float = 0.3,
+        coverage_halflife: float = 40.0,
+        quota: bool | dict = True,
+        penalty: float = 0.3,
+        jitter: float = 1e-3,
+        **kw: Any,
+    ) -> None:
+        super().__init__(specs, seed=seed, **kw)
+        self.cross_edges, self.cross_weight, self.cross_refresh_every = cross_edges, cross_weight, cross_refresh_every
+        self.use_gnn, self.gnn_min_observations = use_gnn, gnn_min_observations
+        self.ppr_alpha, self.ppr_iters = ppr_alpha, ppr_iters
+        self.coverage, self.coverage_halflife, self.jitter = coverage, coverage_halflife, jitter
+        self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 1, seed=seed)
+        if not cross_edges:
+            self.graph.cross = SparseSimilarity(np.zeros(self.num_tasks + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+        self._rebuild_edges()
+        self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps) if use_gnn else None
+        self.err = {"ppr": 0.0, "gnn": 0.0}  # EMA squared error on held-back groups
+        self.evaluated = 0
+        if quota:
+            self.install(EnvQuota(**(quota if isinstance(quota, dict) else {})))
+        if penalty > 0:
+            self.install(SimilarityPenalty(lam=penalty, scale=1.0))
+
+    # -- graph plumbing ----------------------------------------------------------------------
+    def _rebuild_edges(self) -> None:
+        data = self.graph.to_data()
+        if not self.cross_edges:
+            keep = data.edge_type == INTRA
+            data.edge_index, data.edge_weight, data.edge_type = data.edge_index[:, keep], data.edge_weight[keep], data.edge_type[keep]
+        self.data = data
+        self.adj = normalized_adjacency(self.graph, self.cross_weight if self.cross_edges else 0.0)
+        self._similarity = self.graph.combined_similarity()
+        if self.penalty is not None:
+            self.penalty.similarity = self._similarity
+
+    def _similarity_source(self) -> SparseSimilarity:
+        return self._similarity
+
+    def _inputs(self) -> torch.Tensor:
+        return torch.from_numpy(np.concatenate([self.graph.static_x, history_features(self.history)], 1))  # [N, F]
+
+    # -- prediction --------------------------------------------------------------------------
+    def _prior(self) -> float:
+        h = self.history
+        return float(2 * h.ema_std[h.observed].mean()) if h.observed.any() else 0.5
+
+    def predict_ppr(self) -> np.ndarray:
+        h = self.history
+        return ppr_smooth(self.adj, 2 * h.ema_std, h.observed, self._prior(), self.ppr_alpha, self.ppr_iters)
+
+    def predict_gnn(self, nodes: np.ndarray | None = None) -> np.ndarray:
+        d = self.data
+        idx = None if nodes is None else torch.from_numpy(nodes)
+        return self.gnn.predict(self._inputs(), d.edge_index, d.edge_weight, d.edge_type, idx).numpy()
+
+    def gnn_trust(self) -> float:
+        """Blend weight of the GNN, from both predictors' error on groups they had not trained on."""
+        if self.gnn is None or self.evaluated < self.gnn_min_observations:
+            return 0.0
+        a, b = self.err["ppr"] ** 2, self.err["gnn"] ** 2
+        return float(a / (a + b)) if a + b > 0 else 0.5
+
+    def predict(self) -> np.ndarray:
+        """float32[N]: predicted informativeness of each task's next group."""
+        ppr = self.predict_ppr()
+        w = self.gnn_trust()
+        return ppr if w == 0.0 else (1 - w) * ppr + w * self.predict_gnn()
+
+    def coverage_bonus(self) -> np.ndarray:
+        h = self.history
+        weight = self.coverage * 0.5 ** (h.step / self.coverage_halflife)
+        rarity = 1.0 / np.sqrt(1.0 + h.count)
+        stale = np.minimum(1.0, np.log1p(h.staleness()) / math.log1p(h.step + 1)) if h.step else np.ones(h.num_tasks)
+        return (weight * rarity * stale).astype(np.float32)
+
+    def _priorities(self, batch_size: int) -> dict[str, np.ndarray]:
+        pred = self.predict()
+        bonus = self.coverage_bonus()
+        noise = self.jitter * self.rng.random(self.num_tasks)
+        learnable = (pred >= 0.05) | ~self.history.observed
+        return {"priority": pred + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus}
+
+    # -- learning ----------------------------------------------------------------------------
+    def _observe(self, groups) -> None:
+        nodes = np.array([g.index for g in groups], dtype=np.int64)
+        y = np.array([min(1.0, 2 * g.std) for g in groups], dtype=np.float32)
+        ppr = self.predict_ppr()[nodes]  # scored before anything learns from these groups
+        d = 0.9 if self.evaluated else 0.0
+        self.err["ppr"] = d * self.err["ppr"] + (1 - d) * float(np.sqrt(np.mean((ppr - y) ** 2)))
+        if self.gnn is not None:
+            gnn = self.predict_gnn(nodes)
+            self.err["gnn"] = d * self.err["gnn"] + (1 - d) * float(np.sqrt(np.mean((gnn - y) ** 2)))
+            x = self._inputs()
+            self.gnn.fit(x, self.data.edge_index, self.data.edge_weight, self.data.edge_type, nodes, y,
+                         slice(STATIC_DIM, STATIC_DIM + HISTORY_DIM))
+        self.evaluated += len(groups)
+
+    def update(self, groups) -> None:
+        super().update(groups)
+        if self.cross_edges and self.history.step % self.cross_refresh_every == 0:
+            self.graph.refresh_cross(self.history)
+            self._rebuild_edges()
+
+    # -- checkpointing -----------------------------------------------------------------------
+    def _extra_state(self) -> dict:
+        return {
+            "err": dict(self.err),
+            "evaluated": self.evaluated,
+            "graph_refreshes": self.graph.refreshes,
+            "gnn": None if self.gnn is None else self.gnn.state_dict(),
+        }
+
+    def _load_extra_state(self, state: dict) -> None:
+        self.err, self.evaluated = dict(state["err"]), int(state["evaluated"])
+        if self.cross_edges and state["graph_refreshes"] != self.graph.refreshes:
+            self.graph.refreshes = int(state["graph_refreshes"]) - 1
+            self.graph.refresh_cross(self.history)  # cross edges are a function of history and refresh count
+            self._rebuild_edges()
+        if self.gnn is not None:
+            self.gnn.load_state_dict(state["gnn"])

@@ -1,0 +1,16 @@
+"""A simulated GRPO learner over many tool-use environments, for measuring schedulers cheaply."""
+
+from .learner import SimLearner
+from .loop import RunResult, run_dynamic_sampling, run_scheduler
+from .world import WORLD_PRESETS, SimWorld, SimWorldConfig, make_world
+
+__all__ = [
+    "RunResult",
+    "SimLearner",
+    "SimWorld",
+    "SimWorldConfig",
+    "WORLD_PRESETS",
+    "make_world",
+    "run_dynamic_sampling",
+    "run_scheduler",
+]

@@ -1,0 +1,90 @@
+"""Drive a scheduler (or DAPO-style dynamic sampling) against the simulated learner."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from envsched_lightning.scheduling import build_scheduler
+
+from .learner import SimLearner
+from .world import SimWorld
+
+
+@dataclass
+class RunResult:
+    name: str
+    seed: int
+    scores: list[float] = field(default_factory=list)  # held-out score after each step (index 0 = before training)
+    rollouts: list[int] = field(default_factory=list)  # cumulative rollouts after each step
+    zero_var: list[float] = field(default_factory=list)  # zero-variance group fraction per step
+    sched_seconds: list[float] = field(default_factory=list)  # select + update wall time per step
+
+    def steps_to(self, target: float) -> float:
+        """First step whose score reaches `target` (inf if never)."""
+        hit = np.flatnonzero(np.asarray(self.scores) >= target)
+        return float(hit[0]) if hit.size else float("inf")
+
+    def rollouts_to(self, target: float) -> float:
+        s = self.steps_to(target)
+        return float("inf") if not np.isfinite(s) else float(([0] + self.rollouts)[int(s)])
+
+
+def run_scheduler(
+    world: SimWorld,
+    name: str,
+    seed: int,
+    steps: int = 120,
+    batch_size: int = 32,
+    group_size: int = 8,
+    label: str | None = None,
+    setup: Any = None,
+    **options: Any,
+) -> RunResult:
+    """`setup(scheduler)` may install constraints before the first step."""
+    learner = SimLearner(world, seed=seed, group_size=group_size)
+    sched = build_scheduler(name, world.specs, seed=seed, **options)
+    if setup is not None:
+        setup(sched)
+    res = RunResult(label or name, seed, scores=[learner.heldout_score()])
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        idx = sched.select(batch_size)
+        t_sel = time.perf_counter() - t0
+        groups = learner.rollout(idx)
+        learner.learn(groups)
+        t0 = time.perf_counter()
+        sched.update(groups)
+        res.sched_seconds.append(t_sel + time.perf_counter() - t0)
+        res.scores.append(learner.heldout_score())
+        res.rollouts.append(learner.rollouts)
+        res.zero_var.append(float(np.mean([not g.informative for g in groups])))
+    return res
+
+
+def run_dynamic_sampling(
+    world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8, max_rounds: int = 8
+) -> RunResult:
+    """DAPO dynamic sampling: draw uniform batches, keep only groups whose rewards differ, until the
+    batch is full (or `max_rounds` draws). Every discarded group's rollouts are still paid for."""
+    learner = SimLearner(world, seed=seed, group_size=group_size)
+    rng = np.random.default_rng(seed)
+    n = len(world.specs)
+    res = RunResult("dapo_dynamic_sampling", seed, scores=[learner.heldout_score()])
+    for _ in range(steps):
+        kept, drawn = [], 0
+        for _ in range(max_rounds):
+            groups = learner.rollout(rng.choice(n, size=batch_size, replace=False).tolist())
+            drawn += len(groups)
+            kept += [g for g in groups if g.informative]
+            if len(kept) >= batch_size:
+                break
+        learner.learn(kept[:batch_size], batch_size=batch_size)
+        res.scores.append(learner.heldout_score())
+        res.rollouts.append(learner.rollouts)
+        res.zero_var.append(1.0 - len(kept) / max(drawn, 1))
+        res.sched_seconds.append(0.0)
+    return res

@@ -1,0 +1,134 @@
+"""The latent structure of a simulated multi-environment world, and the `TaskSpec`s it shows.
+
+Why it looks like agentic RL: tasks are instances of templates (as benchmark tasks are: one
+tool flow, many parameterisations), so siblings share tools, pattern and, up to instance noise,
+difficulty. Each task needs a few latent skills, some tied to its environment's
+tools and state (shared within an environment) and one execution pattern (lookup-then-write,
+multi-hop, parallel calls, ...) shared across the environments that use it. Difficulty spans a wide
+range, so many tasks start out of reach and become learnable only after tasks that train the same
+skills are learnt, and some environments start near saturation. The scheduler sees only the
+`TaskSpec`s: tool names, state keys, verifier, coarse features. Never skills or pass rates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from envsched_lightning.scheduling import TaskSpec
+
+PATTERNS = ("single_call", "lookup_write", "multi_hop", "parallel", "clarify", "refuse", "aggregate", "retry")
+VERIFIERS = ("state_match", "call_match", "answer_match")
+
+
+@dataclass(frozen=True)
+class SimWorldConfig:
+    num_envs: int = 8
+    tasks_per_env: tuple[int, int] = (100, 300)  # uniform range, per environment
+    heldout_per_env: int = 40
+    skills_per_env: int = 4  # tool/state skills private to an environment
+    patterns_per_env: int = 3  # execution patterns (global skills) an environment uses
+    skill_init: tuple[float, float] = (-1.0, 1.5)  # per-environment starting level range
+    tasks_per_template: int = 15  # instances of one task template (same tools, pattern, base difficulty)
+    instance_noise: float = 0.6  # std of an instance's difficulty around its template's
+    difficulty: tuple[float, float] = (-1.0, 6.0)  # wide: ~3/4 of uniform groups are all-fail or all-pass
+    sharpness: float = 3.0  # slope of pass rate in (skill - difficulty)
+    continuous_env_share: float = 0.25  # environments with partial-credit rewards
+    seed: int = 0
+
+
+WORLD_PRESETS: dict[str, SimWorldConfig] = {
+    "default": SimWorldConfig(),
+    # a second world with other sizes, to check that nothing is tuned to the first one
+    "skewed": SimWorldConfig(num_envs=4, tasks_per_env=(20, 2000), heldout_per_env=30, seed=1),
+    "wide": SimWorldConfig(num_envs=30, tasks_per_env=(20, 200), heldout_per_env=20, skills_per_env=3, seed=2),
+}
+
+
+@dataclass
+class SimWorld:
+    """Latent facts (for the learner) and the visible `TaskSpec`s (for the scheduler)."""
+
+    config: SimWorldConfig
+    specs: list[TaskSpec]
+    env_of: np.ndarray  # int[T] environment of every task (train then held-out)
+    skills: list[np.ndarray]  # per task: indices of the latent skills it needs
+    difficulty: np.ndarray  # float[T]
+    continuous: np.ndarray  # bool[T] partial-credit reward
+    n_calls: np.ndarray  # int[T] tool calls a solution takes (shows up as rollout length)
+    skill_init: np.ndarray  # float[num_skills]
+    train_idx: np.ndarray  # indices of schedulable tasks (== positions in `specs`)
+    heldout_idx: np.ndarray
+    env_names: list[str] = field(default_factory=list)
+
+    @property
+    def num_skills(self) -> int:
+        return int(self.skill_init.shape[0])
+
+
+def make_world(config: SimWorldConfig | str = "default") -> SimWorld:
+    cfg = WORLD_PRESETS[config] if isinstance(config, str) else config
+    rng = np.random.default_rng(cfg.seed)
+    n_pat = len(PATTERNS)
+    env_names = [f"env{e:02d}" for e in range(cfg.num_envs)]
+    skill_init = [np.zeros(n_pat)]  # pattern skills first, shared by all environments
+    env_skill0: list[int] = []
+    for e in range(cfg.num_envs):
+        env_skill0.append(n_pat + e * cfg.skills_per_env)
+        skill_init.append(np.full(cfg.skills_per_env, rng.uniform(*cfg.skill_init)))
+    init = np.concatenate(skill_init)
+
+    env_of, skills, diff, cont, calls, is_train, specs = [], [], [], [], [], [], []
+    for e, name in enumerate(env_names):
+        patterns = rng.choice(n_pat, size=min(cfg.patterns_per_env, n_pat), replace=False)
+        verifiers = rng.choice(len(VERIFIERS), size=2, replace=False)
+        continuous = rng.random() < cfg.continuous_env_share
+        n_train = int(rng.integers(cfg.tasks_per_env[0], cfg.tasks_per_env[1] + 1))
+        n_templates = max(3, (n_train + cfg.heldout_per_env) // cfg.tasks_per_template)
+        templates = []  # (own skills, pattern, base difficulty, verifier): what instances share
+        for _ in range(n_templates):
+            own = rng.choice(cfg.skills_per_env, size=int(rng.integers(1, 3)), replace=False)
+            templates.append((own, int(rng.choice(patterns)), float(rng.uniform(*cfg.difficulty)), int(rng.integers(2))))
+        for t in range(n_train + cfg.heldout_per_env):
+            own, pat, base, ver = templates[int(rng.integers(n_templates))]
+            d = base + float(rng.normal(0.0, cfg.instance_noise))
+            n_call = 1 + len(own) + int(pat in (2, 3, 6)) + int(rng.random() < 0.3)
+            env_of.append(e)
+            skills.append(np.concatenate([[pat], env_skill0[e] + own]).astype(np.int64))
+            diff.append(d)
+            cont.append(continuous)
+            calls.append(n_call)
+            train = t < n_train
+            is_train.append(train)
+            if train:
+                tools = [f"{name}.tool{k}{v}" for k in own for v in ("a", "b")]
+                if rng.random() < 0.3:  # a decoy tool: offered, not needed
+                    tools.append(f"{name}.tool{int(rng.integers(cfg.skills_per_env))}c")
+                features = {"n_calls": float(n_call), f"pattern_{PATTERNS[pat]}": 1.0}
+                specs.append(
+                    TaskSpec(
+                        env=name,
+                        task_id=f"t{t:05d}",
+                        tools=tuple(sorted(set(tools))),
+                        state_keys=tuple(f"table{k}" for k in sorted(own)),
+                        verifier=VERIFIERS[int(verifiers[ver])],
+                        features=features,
+                        reward_type="continuous" if continuous else "binary",
+                    )
+                )
+    is_train_arr = np.asarray(is_train)
+    all_idx = np.arange(len(env_of))
+    return SimWorld(
+        config=cfg,
+        specs=specs,
+        env_of=np.asarray(env_of),
+        skills=skills,
+        difficulty=np.asarray(diff),
+        continuous=np.asarray(cont),
+        n_calls=np.asarray(calls),
+        skill_init=init,
+        train_idx=all_idx[is_train_arr],
+        heldout_idx=all_idx[~is_train_arr],
+        env_names=env_names,
+    )
