@@ -117,7 +117,7 @@ class OnlineGNN:
             self.opt.zero_grad()
             loss.backward()
             self.opt.step()
-            loss_val = float(loss)
+            loss_val = float(loss.detach())
         self._remember(nodes, targets)
         self.updates += 1
         return loss_val

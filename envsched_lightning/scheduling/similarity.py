@@ -114,6 +114,8 @@ def lsh_candidates(
 def top_k_per_node(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray, k: int) -> SparseSimilarity:
     """Keep each node's k strongest candidate edges (both directions count), then symmetrise."""
     s2, d2, w2 = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
+    _, first = np.unique(s2 * n + d2, return_index=True)  # one candidate per (src, dst): bands repeat pairs
+    s2, d2, w2 = s2[first], d2[first], w2[first]
     order = np.lexsort((d2, -w2, s2))
     s2, d2, w2 = s2[order], d2[order], w2[order]
     starts = np.searchsorted(s2, np.arange(n))

@@ -48,6 +48,7 @@ class EnvSchedScheduler(Scheduler):
         quota: bool | dict = True,
         penalty: float = 0.3,
         jitter: float = 1e-3,
+        graph_seed: int = 0,
         **kw: Any,
     ) -> None:
         super().__init__(specs, seed=seed, **kw)
@@ -55,7 +56,9 @@ class EnvSchedScheduler(Scheduler):
         self.use_gnn, self.gnn_min_observations = use_gnn, gnn_min_observations
         self.ppr_alpha, self.ppr_iters = ppr_alpha, ppr_iters
         self.coverage, self.coverage_halflife, self.jitter = coverage, coverage_halflife, jitter
-        self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 1, seed=seed)
+        # the graph is a function of the specs alone (not of the run's seed), so a checkpoint from
+        # any run of this task pool resumes onto an identical graph
+        self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 1, seed=graph_seed)
         if not cross_edges:
             self.graph.cross = SparseSimilarity(np.zeros(self.num_tasks + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
         self._rebuild_edges()

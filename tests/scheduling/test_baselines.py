@@ -1,0 +1,52 @@
+"""Each baseline does what its paper says, on hand-made histories."""
+
+import numpy as np
+
+from envsched_lightning.scheduling import RolloutGroup, TaskSpec, build_scheduler
+
+
+def specs(n=12, envs=1):
+    return [TaskSpec(env=f"e{i % envs}", task_id=f"t{i}") for i in range(n)]
+
+
+def group(i, passes, g=8):
+    return RolloutGroup(i, [1.0] * passes + [0.0] * (g - passes))
+
+
+def test_mopps_prefers_half_solved_task():
+    sched = build_scheduler("mopps", specs(3), seed=0, pool_factor=8)
+    for _ in range(5):
+        sched.update([group(0, 0), group(1, 4), group(2, 8)])
+    picks = [sched.select(1)[0] for _ in range(50)]
+    assert picks.count(1) > 40
+
+
+def test_greso_skips_task_after_repeated_all_failed_groups():
+    sched = build_scheduler("greso", specs(10), seed=0)
+    for _ in range(6):
+        sched.update([group(0, 0)] + [group(i, 4) for i in range(1, 10)])
+    assert sched.skip_probability()[0] > 0.9
+    assert sched.skip_probability()[1] == 0.0
+    picks = [sched.select(3) for _ in range(40)]
+    assert sum(0 in p for p in picks) < 6  # uniform would pick it in ~12 of 40
+
+
+def test_plr_replays_high_variance_tasks_once_all_seen():
+    sched = build_scheduler("plr", specs(10), seed=0)
+    sched.update([group(i, 4 if i == 3 else 0) for i in range(10)])
+    picks = [sched.select(1)[0] for _ in range(40)]
+    assert picks.count(3) > 30
+
+
+def test_sec_favours_the_environment_with_learning_gain():
+    sched = build_scheduler("sec", specs(40, envs=2), seed=0, tau=0.1)
+    for _ in range(3):
+        sched.update([group(i, 4) for i in range(0, 40, 2)] + [group(i, 8) for i in range(1, 40, 2)])
+    envs = [sched.specs[i].env for _ in range(10) for i in sched.select(8)]
+    assert envs.count("e0") > 0.8 * len(envs)
+
+
+def test_random_is_uniform():
+    sched = build_scheduler("random", specs(10), seed=0)
+    counts = np.bincount([i for _ in range(2000) for i in sched.select(3)], minlength=10)
+    assert counts.min() > 500 and counts.max() < 700
