@@ -11,9 +11,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envsched_lightning.scheduling import TaskSpec
+
+if TYPE_CHECKING:
+    from .parsing import ParsedTurn
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,26 @@ class Episode(ABC):
     @abstractmethod
     def verify(self, final_answer: str) -> Verdict:
         """Score the finished episode (final state, calls made, and the model's last text)."""
+
+    def reject(self, errors: Sequence[str]) -> list[ToolResult]:
+        """Tool results for blocks that did not parse: the episode continues with the error shown."""
+        return [ToolResult(name="invalid_tool_call", content=f"Error: {e}", error=e) for e in errors]
+
+    def turn(self, text: str) -> tuple[ParsedTurn, list[ToolResult]]:
+        """Parse one model message and execute it: results for its calls, then for its bad blocks.
+
+        The agent loop's one entry point; the episode is over when the parsed turn has no calls
+        and no errors (its `content` is the final answer to pass to `verify`).
+        """
+        from .parsing import parse_tool_calls
+
+        parsed = parse_tool_calls(text)
+        results = self.step(parsed.calls) if parsed.calls else []
+        return parsed, results + (self.reject(parsed.errors) if parsed.errors else [])
+
+    def stats(self) -> dict[str, float]:
+        """Counters for logging (e.g. invalid calls); empty unless the episode keeps any."""
+        return {}
 
 
 class Environment(ABC):

@@ -14,13 +14,28 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import k_hop_subgraph
 
 
+RelEdges = list[tuple[Tensor, Tensor]]
+"""Per relation: (edge_index [2, E_r] source -> target, weight [E_r] normalised to sum 1 per target)."""
+
+
+def split_relations(edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor, num_nodes: int, num_relations: int = 2) -> RelEdges:
+    """Split a typed edge list per relation and normalise weights into a weighted mean per target."""
+    out = []
+    for r in range(num_relations):
+        sel = edge_type == r
+        ei, w = edge_index[:, sel], edge_weight[sel]  # [2, E_r], [E_r]
+        deg = torch.zeros(num_nodes, dtype=w.dtype).index_add_(0, ei[1], w).clamp_min(1e-6)  # [N]
+        out.append((ei, w / deg[ei[1]]))
+    return out
+
+
 class RelationalMeanConv(MessagePassing):
     r"""Weighted mean aggregation per relation with a separate transform for each:
 
     .. math::
         h_i' = W_0 h_i + \sum_r W_r \frac{\sum_{j \in N_r(i)} w_{ji} h_j}{\sum_{j \in N_r(i)} w_{ji}} + b
 
-    Shapes: x [N, F_in], edge_index [2, E] (source -> target), edge_weight [E], edge_type [E] -> [N, F_out].
+    Shapes: x [N, F_in], rel_edges from `split_relations` -> [N, F_out].
     """
 
     def __init__(self, in_channels: int, out_channels: int, num_relations: int = 2) -> None:
@@ -35,14 +50,10 @@ class RelationalMeanConv(MessagePassing):
         for lin in self.rel:
             lin.reset_parameters()
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor) -> Tensor:
+    def forward(self, x: Tensor, rel_edges: RelEdges) -> Tensor:
         out = self.root(x)  # [N, F_out]
-        for r, lin in enumerate(self.rel):
-            sel = edge_type == r
-            ei, w = edge_index[:, sel], edge_weight[sel]  # [2, E_r], [E_r]
-            deg = torch.zeros(x.shape[0], dtype=x.dtype).index_add_(0, ei[1], w).clamp_min(1e-6)  # [N]
-            agg = self.propagate(ei, x=x, edge_weight=w)  # [N, F_in]
-            out = out + lin(agg / deg[:, None])
+        for lin, (ei, w) in zip(self.rel, rel_edges):
+            out = out + self.propagate(ei, x=lin(x), edge_weight=w)  # transform first: F_out <= F_in
         return out
 
     def message(self, x_j: Tensor, edge_weight: Tensor) -> Tensor:
@@ -52,15 +63,15 @@ class RelationalMeanConv(MessagePassing):
 class VariancePredictor(nn.Module):
     """x [N, F] -> logit of informativeness [N]."""
 
-    def __init__(self, in_channels: int, hidden: int = 32, num_relations: int = 2) -> None:
+    def __init__(self, in_channels: int, hidden: int = 16, num_relations: int = 2) -> None:
         super().__init__()
         self.conv1 = RelationalMeanConv(in_channels, hidden, num_relations)
         self.conv2 = RelationalMeanConv(hidden, hidden, num_relations)
         self.head = nn.Linear(hidden, 1)
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor) -> Tensor:
-        h = torch.relu(self.conv1(x, edge_index, edge_weight, edge_type))  # [N, H]
-        h = torch.relu(self.conv2(h, edge_index, edge_weight, edge_type))  # [N, H]
+    def forward(self, x: Tensor, rel_edges: RelEdges) -> Tensor:
+        h = torch.relu(self.conv1(x, rel_edges))  # [N, H]
+        h = torch.relu(self.conv2(h, rel_edges))  # [N, H]
         return self.head(h).squeeze(-1)  # [N]
 
 
@@ -68,7 +79,7 @@ class OnlineGNN:
     """Trains `VariancePredictor` on observed groups; predicts on subgraphs so cost follows the
     observed nodes and their edges, not N^2 (full-graph inference only while N is small)."""
 
-    def __init__(self, in_channels: int, seed: int = 0, hidden: int = 32, lr: float = 3e-3, train_steps: int = 4,
+    def __init__(self, in_channels: int, seed: int = 0, hidden: int = 16, lr: float = 3e-3, train_steps: int = 2,
                  replay: int = 2048, full_graph_max: int = 200_000) -> None:
         with torch.random.fork_rng():  # seeded init without touching the global RNG
             torch.manual_seed(seed)
@@ -81,26 +92,30 @@ class OnlineGNN:
         self.replay = replay
         self.updates = 0
 
-    def _subgraph(self, nodes: Tensor, edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor, n: int):
-        if n <= self.full_graph_max:
-            return torch.arange(n), edge_index, edge_weight, edge_type, nodes
+    def set_graph(self, edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor, num_nodes: int) -> None:
+        """Call when the graph changes; relations are split and normalised once, not per forward."""
+        self.graph = (edge_index, edge_weight, edge_type, num_nodes)
+        self.full_edges = split_relations(edge_index, edge_weight, edge_type, num_nodes) if num_nodes <= self.full_graph_max else None
+
+    def _subgraph(self, nodes: Tensor) -> tuple[Tensor, RelEdges, Tensor]:
+        """(node subset, its relation edges, positions of `nodes` in the subset)."""
+        edge_index, edge_weight, edge_type, n = self.graph
+        if self.full_edges is not None:
+            return torch.arange(n), self.full_edges, nodes
         subset, ei, mapping, emask = k_hop_subgraph(nodes, 2, edge_index, relabel_nodes=True, num_nodes=n)
-        return subset, ei, edge_weight[emask], edge_type[emask], mapping
+        return subset, split_relations(ei, edge_weight[emask], edge_type[emask], subset.shape[0]), mapping
 
     @torch.no_grad()
-    def predict(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor, nodes: Tensor | None = None) -> Tensor:
+    def predict(self, x: Tensor, nodes: Tensor | None = None) -> Tensor:
         """Informativeness in [0, 1] for `nodes` (all nodes if None)."""
-        n = x.shape[0]
-        nodes = torch.arange(n) if nodes is None else nodes
-        subset, ei, w, et, pos = self._subgraph(nodes, edge_index, edge_weight, edge_type, n)
-        return torch.sigmoid(self.model(x[subset], ei, w, et)[pos])
+        nodes = torch.arange(x.shape[0]) if nodes is None else nodes
+        subset, rel, pos = self._subgraph(nodes)
+        return torch.sigmoid(self.model(x[subset], rel)[pos])
 
-    def fit(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor, nodes: np.ndarray,
-            targets: np.ndarray, history_cols: slice) -> float:
+    def fit(self, x: Tensor, nodes: np.ndarray, targets: np.ndarray, history_cols: slice) -> float:
         """A few gradient steps: on the fresh groups with their pre-update inputs (learns how history
         evolves), and on replayed observed nodes with their own history masked (learns to predict a
         node from its neighbours, which is what never-tried nodes need)."""
-        n = x.shape[0]
         k = min(self.replay_idx.shape[0], max(len(nodes), 64))
         pick = torch.randperm(self.replay_idx.shape[0], generator=self.gen)[:k].numpy() if k else np.zeros(0, np.int64)
         rep_nodes, rep_y = self.replay_idx[pick], self.replay_y[pick]
@@ -108,11 +123,11 @@ class OnlineGNN:
         y = torch.from_numpy(np.concatenate([targets, rep_y]).astype(np.float32))
         x_in = x.clone()
         x_in[torch.from_numpy(rep_nodes), history_cols] = 0.0  # masked: as if never observed
-        subset, ei, w, et, pos = self._subgraph(all_nodes, edge_index, edge_weight, edge_type, n)
+        subset, rel, pos = self._subgraph(all_nodes)
         xs = x_in[subset]
         loss_val = 0.0
         for _ in range(self.train_steps):
-            logits = self.model(xs, ei, w, et)[pos]  # [B + R]
+            logits = self.model(xs, rel)[pos]  # [B + R]
             loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
             self.opt.zero_grad()
             loss.backward()

@@ -39,8 +39,8 @@ class EnvSchedScheduler(Scheduler):
         cross_refresh_every: int = 10,
         use_gnn: bool = True,
         gnn_min_observations: int = 64,
-        gnn_hidden: int = 32,
-        gnn_train_steps: int = 4,
+        gnn_hidden: int = 16,
+        gnn_train_steps: int = 2,
         ppr_alpha: float = 0.5,
         ppr_iters: int = 4,
         coverage: float = 0.3,
@@ -61,8 +61,9 @@ class EnvSchedScheduler(Scheduler):
         self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 1, seed=graph_seed)
         if not cross_edges:
             self.graph.cross = SparseSimilarity(np.zeros(self.num_tasks + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
-        self._rebuild_edges()
         self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps) if use_gnn else None
+        self._cache: dict[str, tuple[tuple[int, int], np.ndarray]] = {}
+        self._rebuild_edges()
         self.err = {"ppr": 0.0, "gnn": 0.0}  # EMA squared error on held-back groups
         self.evaluated = 0
         if quota:
@@ -79,6 +80,9 @@ class EnvSchedScheduler(Scheduler):
         self.data = data
         self.adj = normalized_adjacency(self.graph, self.cross_weight if self.cross_edges else 0.0)
         self._similarity = self.graph.combined_similarity()
+        if self.gnn is not None:
+            self.gnn.set_graph(data.edge_index, data.edge_weight, data.edge_type, self.num_tasks)
+        self._cache.clear()
         if self.penalty is not None:
             self.penalty.similarity = self._similarity
 
@@ -93,14 +97,20 @@ class EnvSchedScheduler(Scheduler):
         h = self.history
         return float(2 * h.ema_std[h.observed].mean()) if h.observed.any() else 0.5
 
+    def _cached(self, key: str, compute) -> np.ndarray:
+        """Predictions are a function of (history step, GNN version): computed once between updates."""
+        version = (self.history.step, 0 if self.gnn is None else self.gnn.updates)
+        hit = self._cache.get(key)
+        if hit is None or hit[0] != version:
+            hit = self._cache[key] = (version, compute())
+        return hit[1]
+
     def predict_ppr(self) -> np.ndarray:
         h = self.history
-        return ppr_smooth(self.adj, 2 * h.ema_std, h.observed, self._prior(), self.ppr_alpha, self.ppr_iters)
+        return self._cached("ppr", lambda: ppr_smooth(self.adj, 2 * h.ema_std, h.observed, self._prior(), self.ppr_alpha, self.ppr_iters))
 
-    def predict_gnn(self, nodes: np.ndarray | None = None) -> np.ndarray:
-        d = self.data
-        idx = None if nodes is None else torch.from_numpy(nodes)
-        return self.gnn.predict(self._inputs(), d.edge_index, d.edge_weight, d.edge_type, idx).numpy()
+    def predict_gnn(self) -> np.ndarray:
+        return self._cached("gnn", lambda: self.gnn.predict(self._inputs()).numpy())
 
     def gnn_trust(self) -> float:
         """Blend weight of the GNN, from both predictors' error on groups they had not trained on."""
@@ -137,11 +147,10 @@ class EnvSchedScheduler(Scheduler):
         d = 0.9 if self.evaluated else 0.0
         self.err["ppr"] = d * self.err["ppr"] + (1 - d) * float(np.sqrt(np.mean((ppr - y) ** 2)))
         if self.gnn is not None:
-            gnn = self.predict_gnn(nodes)
+            gnn = self.predict_gnn()[nodes]
             self.err["gnn"] = d * self.err["gnn"] + (1 - d) * float(np.sqrt(np.mean((gnn - y) ** 2)))
             x = self._inputs()
-            self.gnn.fit(x, self.data.edge_index, self.data.edge_weight, self.data.edge_type, nodes, y,
-                         slice(STATIC_DIM, STATIC_DIM + HISTORY_DIM))
+            self.gnn.fit(x, nodes, y, slice(STATIC_DIM, STATIC_DIM + HISTORY_DIM))
         self.evaluated += len(groups)
 
     def update(self, groups) -> None:

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints a table with ratios against a baseline measured in the same run."""

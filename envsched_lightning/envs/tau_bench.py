@@ -1,0 +1,167 @@
+"""tau-bench retail and airline as single-instruction environments over the shipped JSON databases.
+
+Reward as tau-bench's `calculate_reward`: 1 only if (a) the hash of the episode's database equals
+the hash after replaying the task's ground-truth `actions` on a fresh copy, and (b) every required
+`outputs` string appears (case-insensitive, commas removed) in the agent's final answer.
+
+Difference from tau-bench: there is no LLM user simulator. The task's `instruction` is written as the
+user's one message, holding everything the agent needs; the episode ends when the agent answers
+without a tool call (or calls `transfer_to_human_agents`). Our tasks ship in `tau_tasks/*.jsonl`,
+made by `tau_tasks/generate.py`; the upstream tasks were not part of the data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from envsched_lightning.envs.backends.tau_airline import AirlineTools
+from envsched_lightning.envs.backends.tau_common import SharedDatabase, TauDomain
+from envsched_lightning.envs.backends.tau_retail import RetailTools
+from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
+from envsched_lightning.envs.bfcl import pattern_features, resolve_data_dir
+from envsched_lightning.envs.registry import register_env
+from envsched_lightning.scheduling import TaskSpec
+
+DOMAINS: dict[str, type[TauDomain]] = {"retail": RetailTools, "airline": AirlineTools}
+READ_ONLY = frozenset({
+    "find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details", "get_order_details", "get_product_details",
+    "list_all_product_types", "get_reservation_details", "list_all_airports", "search_direct_flight",
+    "search_onestop_flight", "calculate", "think", "transfer_to_human_agents",
+})  # fmt: skip
+SYSTEM = ("You are a customer service agent for a {domain} company. Use the tools to look up and change records "
+          "as the user asks, then reply to the user with the result.")  # fmt: skip
+
+
+def load_task_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """tau-bench-shaped tasks, one JSON object a line; a malformed line names the file and line."""
+    tasks = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                task = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+            ok = isinstance(task, dict) and isinstance(task.get("instruction"), str) and isinstance(task.get("actions"), list)
+            ok = ok and all(isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("kwargs"), dict) for a in task["actions"])
+            if not ok or not isinstance(task.get("outputs", []), list) or not isinstance(task.get("task_id"), str):
+                raise ValueError(f"{path}:{lineno}: a task needs task_id, instruction, actions [{{name, kwargs}}] and outputs")
+            tasks.append(task)
+    return tasks
+
+
+def outputs_found(outputs: Sequence[str], answer: str) -> list[str]:
+    """The required outputs missing from the answer (tau-bench: lowercase, commas removed)."""
+    text = answer.lower().replace(",", "")
+    return [o for o in outputs if o.lower() not in text]
+
+
+class TauEpisode(Episode):
+    def __init__(self, tools: TauDomain, task: Mapping[str, Any], expected_hash: str) -> None:
+        self.tools, self._task, self._expected_hash = tools, task, expected_hash
+        self.calls: list[ToolCall] = []
+
+    def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        results = []
+        for call in calls:
+            self.calls.append(call)
+            out = self.tools.execute(call.name, call.arguments)
+            results.append(ToolResult(call.name, out, out if out.startswith("Error:") else None))
+        return results
+
+    def verify(self, final_answer: str) -> Verdict:
+        if self.tools.hash() != self._expected_hash:
+            return Verdict(0.0, "database differs from the ground-truth replay")
+        missing = outputs_found(self._task.get("outputs", []), final_answer)
+        return Verdict(0.0, f"answer lacks required outputs {missing}") if missing else Verdict(1.0, "ok")
+
+
+class TauEnvironment(Environment):
+    """One tau-bench domain; `tasks_path` overrides the shipped task file."""
+
+    def __init__(self, domain: str = "retail", data_dir: str | os.PathLike[str] | None = None, tasks_path: str | None = None) -> None:
+        if domain not in DOMAINS:
+            raise ValueError(f"unknown tau-bench domain {domain!r}; valid: {', '.join(DOMAINS)}")
+        self.domain, self.name = domain, f"tau_{domain}"
+        self.data_dir = resolve_data_dir(self.name, data_dir, "tau_bench") / domain / "data"
+        self.tasks_path = tasks_path
+
+    @cached_property
+    def database(self) -> SharedDatabase:
+        """Loaded once; episodes see it through copy-on-read overlays."""
+        tables = {}
+        for name in DOMAINS[self.domain].files:
+            path = self.data_dir / f"{name}.json"
+            try:
+                tables[name] = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise ValueError(f"{path}: cannot read tau-bench table ({exc})") from None
+        return SharedDatabase(tables)
+
+    def fresh_tools(self) -> TauDomain:
+        return DOMAINS[self.domain](self.database)
+
+    @cached_property
+    def raw_tasks(self) -> list[dict[str, Any]]:
+        if self.tasks_path:
+            return load_task_file(self.tasks_path)
+        with resources.as_file(resources.files("envsched_lightning.envs") / "tau_tasks" / f"{self.domain}.jsonl") as path:
+            return load_task_file(path)
+
+    def expected_hash(self, raw: Mapping[str, Any]) -> str:
+        """Hash after replaying the ground-truth actions on a fresh copy (cached per task id)."""
+        cache = self.__dict__.setdefault("_hashes", {})
+        if raw["task_id"] not in cache:
+            tools = self.fresh_tools()
+            for action in raw["actions"]:
+                tools.execute(action["name"], action["kwargs"])
+            cache[raw["task_id"]] = tools.hash()
+        return cache[raw["task_id"]]
+
+    def _task(self, raw: dict[str, Any]) -> Task:
+        names = [a["name"] for a in raw["actions"]]
+        writes = [n for n in names if n not in READ_ONLY]
+        features = {
+            "n_expected_calls": len(names),
+            "n_write_calls": len(writes),
+            "n_read_calls": len(names) - len(writes),
+            "n_outputs": len(raw.get("outputs", [])),
+            "n_functions_offered": len(DOMAINS[self.domain].tool_schemas()),
+            "is_lookup_then_write": bool(writes) and names[0] in READ_ONLY,
+            "is_read_only": not writes,
+        } | pattern_features("lookup_write" if writes and names[0] in READ_ONLY else "single" if len(names) == 1 else "multi_hop", len(names))
+        spec = TaskSpec(
+            env=self.name, task_id=raw["task_id"], tools=tuple(dict.fromkeys(names)), state_keys=DOMAINS[self.domain].files,
+            verifier="tau_db_hash_outputs", features=features, reward_type="binary",
+        )  # fmt: skip
+        messages = ({"role": "system", "content": SYSTEM.format(domain=self.domain)}, {"role": "user", "content": raw["instruction"]})
+        return Task(spec=spec, messages=messages, ground_truth=raw, max_turns=30)
+
+    @cached_property
+    def _tasks(self) -> list[Task]:
+        return [self._task(raw) for raw in self.raw_tasks]
+
+    def tasks(self) -> list[Task]:
+        return list(self._tasks)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return DOMAINS[self.domain].tool_schemas()
+
+    def reset(self, task: Task) -> Episode:
+        return TauEpisode(self.fresh_tools(), task.ground_truth, self.expected_hash(task.ground_truth))
+
+
+for _domain in DOMAINS:
+    register_env(f"tau_{_domain}")(lambda _d=_domain, **options: TauEnvironment(_d, **options))
+
+
+def default_task_dir() -> Path:
+    """Where the shipped task files live (for the generator script)."""
+    return Path(__file__).resolve().parent / "tau_tasks"

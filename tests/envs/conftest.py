@@ -1,0 +1,50 @@
+"""Built-in worlds, built once per session from their `conf/env/*.yaml` (so a new world is covered
+by adding its file and yaml, with no test edits)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from envsched_lightning.envs import Environment
+from envsched_lightning.envs.registry import BUILTIN_PACKAGE
+
+CONF_ENV = Path(__file__).resolve().parents[2] / "conf" / "env"
+
+
+def env_node(path: Path) -> DictConfig:
+    """The environment's config (its `# @package env.<name>` header only matters to Hydra)."""
+    return OmegaConf.load(path)
+
+
+def builtin_yamls() -> list[Path]:
+    """The env yamls whose `_target_` is a built-in world."""
+    return sorted(p for p in CONF_ENV.glob("*.yaml")
+                  if str(env_node(p).get("_target_", "")).startswith(BUILTIN_PACKAGE + "."))
+
+
+_CACHE: dict[str, Environment] = {}
+
+
+def build(path: Path) -> Environment:
+    if path.stem not in _CACHE:
+        _CACHE[path.stem] = instantiate(env_node(path))
+    return _CACHE[path.stem]
+
+
+@pytest.fixture(params=builtin_yamls(), ids=lambda p: p.stem)
+def world(request: pytest.FixtureRequest) -> Environment:
+    return build(request.param)
+
+
+@pytest.fixture(scope="session")
+def builtin_yaml_paths() -> list[Path]:
+    return builtin_yamls()
+
+
+@pytest.fixture(scope="session")
+def all_worlds() -> list[Environment]:
+    return [build(p) for p in builtin_yamls()]

@@ -1,0 +1,35 @@
+"""Every benchmark `conf/env/*.yaml` (BFCL, ACEBench, tau) instantiates, and a missing data path fails clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from envsched_lightning.envs import env_names
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data"
+CONFIGS = sorted(p for pat in ("bfcl*.yaml", "acebench*.yaml", "tau_*.yaml") for p in (ROOT / "conf" / "env").glob(pat))
+
+
+def test_every_config_is_a_registered_environment() -> None:
+    assert len(CONFIGS) == 29
+    assert {p.stem for p in CONFIGS} <= set(env_names())
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_missing_data_path_names_the_key(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENVSCHED_DATA", raising=False)
+    with pytest.raises(Exception, match="data_dir"):
+        instantiate(OmegaConf.load(path))
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason=f"benchmark data not found at {DATA}")
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_config_builds_with_data(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVSCHED_DATA", str(DATA))
+    env = instantiate(OmegaConf.load(path))
+    assert env.name == path.stem

@@ -1,0 +1,60 @@
+"""The environment registry: discovery, construction by name, and clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from envsched_lightning.envs import Environment, env_names, make_env, register_env
+from envsched_lightning.envs.inspect import main
+from envsched_lightning.envs.registry import builtin_env_names
+
+
+def test_builtin_worlds_are_discovered():
+    names = builtin_env_names()
+    assert len(names) >= 6
+    assert set(names) <= set(env_names())
+
+
+def test_make_env_passes_options_and_sets_the_name():
+    env = make_env("banking", num_tasks=12, seed=7)
+    assert isinstance(env, Environment) and env.name == "banking" and len(env.tasks()) == 12
+    assert {t.spec.env for t in env.tasks()} == {"banking"}
+
+
+def test_unknown_name_lists_valid_ones():
+    with pytest.raises(ValueError, match="valid names: .*banking"):
+        make_env("no_such_world")
+
+
+def test_a_name_cannot_be_registered_twice():
+    @register_env("dup_test_env")
+    def first(**_):
+        raise NotImplementedError
+
+    with pytest.raises(ValueError, match="registered twice"):
+        register_env("dup_test_env")(lambda **_: None)
+    assert register_env("dup_test_env")(first) is first  # re-registering the same factory is harmless
+
+
+def test_scheduling_core_does_not_import_envs():
+    code = ("import sys, envsched_lightning.scheduling; "
+            "print(any(m.startswith('envsched_lightning.envs') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_inspect_prints_a_table(capsys):
+    assert main(["banking", "airline", "--num-tasks", "30"]) == 0
+    out = capsys.readouterr().out
+    header, _, bank, air = out.splitlines()[:4]
+    assert header.split()[:3] == ["env", "tasks", "tools"] and "multi_hop" in header
+    assert bank.split()[:3] == ["banking", "30", "7"] and air.split()[0] == "airline"
+    assert "verifiers [" in out and "rewards [" in out
+
+
+def test_inspect_reports_unknown_names(capsys):
+    assert main(["no_such_world"]) == 2
+    assert "unknown environment" in capsys.readouterr().err
