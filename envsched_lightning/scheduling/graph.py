@@ -60,7 +60,7 @@ class TaskGraph:
         self.k_intra, self.k_cross, self.seed = k_intra, k_cross, seed
         self.static_x = static_features(specs)  # [N, STATIC_DIM]
         self.pattern_x = pattern_vectors(specs)  # [N, NUM_DIM + RT_DIM]
-        self.intra = task_similarity(specs, k=k_intra, seed=seed)
+        self.intra = task_similarity(specs, k=k_intra, seed=seed, patterns=self.pattern_x)
         self.refreshes = 0
         self.cross = self._cross(None)
 

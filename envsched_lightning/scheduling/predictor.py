@@ -79,8 +79,8 @@ class OnlineGNN:
     """Trains `VariancePredictor` on observed groups; predicts on subgraphs so cost follows the
     observed nodes and their edges, not N^2 (full-graph inference only while N is small)."""
 
-    def __init__(self, in_channels: int, seed: int = 0, hidden: int = 16, lr: float = 3e-3, train_steps: int = 2,
-                 replay: int = 2048, full_graph_max: int = 200_000) -> None:
+    def __init__(self, in_channels: int, seed: int = 0, hidden: int = 16, lr: float = 1e-2, train_steps: int = 2,
+                 replay: int = 2048, full_graph_max: int = 50_000, fanout: int = 8) -> None:
         with torch.random.fork_rng():  # seeded init without touching the global RNG
             torch.manual_seed(seed)
             self.model = VariancePredictor(in_channels, hidden)
@@ -90,12 +90,41 @@ class OnlineGNN:
         self.replay_idx = np.zeros(0, dtype=np.int64)  # nodes with an observation, for masked replay
         self.replay_y = np.zeros(0, dtype=np.float32)
         self.replay = replay
+        self.fanout = fanout
+        self.np_rng = np.random.default_rng(seed)  # neighbour sampling for training blocks
         self.updates = 0
 
     def set_graph(self, edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor, num_nodes: int) -> None:
         """Call when the graph changes; relations are split and normalised once, not per forward."""
         self.graph = (edge_index, edge_weight, edge_type, num_nodes)
         self.full_edges = split_relations(edge_index, edge_weight, edge_type, num_nodes) if num_nodes <= self.full_graph_max else None
+        dst = edge_index[1].numpy()
+        order = np.argsort(dst, kind="stable")  # incoming edges grouped by target, for sampling
+        self.in_edges = order
+        self.in_ptr = np.zeros(num_nodes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(dst, minlength=num_nodes), out=self.in_ptr[1:])
+
+    def _sampled_block(self, nodes: np.ndarray) -> tuple[Tensor, RelEdges, Tensor]:
+        """A 2-hop block with at most `fanout` sampled incoming edges per node and hop, so a
+        training step costs O(len(nodes) * fanout^2) whatever the size of the graph."""
+        edge_index, edge_weight, edge_type, n = self.graph
+        src_all = edge_index[0].numpy()
+        frontier, picked = np.unique(nodes), []
+        for _ in range(2):
+            starts = self.in_ptr[frontier]
+            lens = self.in_ptr[frontier + 1] - starts
+            take = np.minimum(lens, self.fanout)
+            seg = np.repeat(np.arange(frontier.size), take)
+            off = (self.np_rng.random(seg.size) * lens[seg]).astype(np.int64)
+            e = self.in_edges[starts[seg] + off]
+            picked.append(e)
+            frontier = np.unique(src_all[e])
+        e = torch.from_numpy(np.unique(np.concatenate(picked)))
+        ei = edge_index[:, e]
+        subset = torch.unique(torch.cat([torch.from_numpy(nodes), ei.flatten()]))
+        local = torch.searchsorted(subset, ei)
+        rel = split_relations(local, edge_weight[e], edge_type[e], subset.shape[0])
+        return subset, rel, torch.searchsorted(subset, torch.from_numpy(nodes))
 
     def _subgraph(self, nodes: Tensor) -> tuple[Tensor, RelEdges, Tensor]:
         """(node subset, its relation edges, positions of `nodes` in the subset)."""
@@ -123,7 +152,7 @@ class OnlineGNN:
         y = torch.from_numpy(np.concatenate([targets, rep_y]).astype(np.float32))
         x_in = x.clone()
         x_in[torch.from_numpy(rep_nodes), history_cols] = 0.0  # masked: as if never observed
-        subset, rel, pos = self._subgraph(all_nodes)
+        subset, rel, pos = self._sampled_block(all_nodes.numpy())
         xs = x_in[subset]
         loss_val = 0.0
         for _ in range(self.train_steps):
@@ -147,6 +176,7 @@ class OnlineGNN:
             "model": {k: v.clone() for k, v in self.model.state_dict().items()},
             "opt": copy.deepcopy(self.opt.state_dict()),
             "gen": self.gen.get_state(),
+            "np_rng": self.np_rng.bit_generator.state,
             "replay_idx": self.replay_idx.copy(),
             "replay_y": self.replay_y.copy(),
             "updates": self.updates,
@@ -156,6 +186,7 @@ class OnlineGNN:
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
         self.gen.set_state(state["gen"])
+        self.np_rng.bit_generator.state = state["np_rng"]
         self.replay_idx = np.asarray(state["replay_idx"], dtype=np.int64).copy()
         self.replay_y = np.asarray(state["replay_y"], dtype=np.float32).copy()
         self.updates = int(state["updates"])

@@ -1,47 +1,115 @@
-"""Closed-form propagation of observed informativeness: personalised PageRank smoothing.
+"""Closed-form propagation of observed informativeness: truncated personalised PageRank.
 
-    f <- alpha * y * m + (1 - alpha) * A f,    g <- alpha * m + (1 - alpha) * A g,    pred = f / g
+    f_0 = s,  f_{k+1} = alpha * s + (1 - alpha) * A f_k   (K steps),   s = [y * m, m]
 
 with `A` the row-normalised mix of both relations, `y` the observed value and `m` the observed
-mask. The ratio is a neighbourhood-weighted average of observed values, so a never-tried task
-inherits its neighbours' evidence; where no evidence reaches (g ~ 0) the prior is used. It needs
-no training, which is why it leads until the learned model has earned trust.
+mask. ``f[:, 0] / f[:, 1]`` is a neighbourhood-weighted average of observed values, so a
+never-tried task inherits its neighbours' evidence; where little evidence reaches, the estimate
+shrinks toward the prior. It needs no training, which is why it leads until the learned model has
+earned trust.
+
+The map s -> f_K is linear, so a step that changes `s` at a few nodes changes `f` by
+``P (delta s)``, computed by K sparse pushes from those nodes: the cost follows the observed nodes
+and their K-hop edges, not N. A full pass is needed only when the graph itself changes.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from .graph import CROSS, INTRA, TaskGraph
 
 
-def normalized_adjacency(graph: TaskGraph, cross_weight: float = 0.5) -> torch.Tensor:
-    """Sparse COO [N, N], rows summing to 1 (or 0 for isolated nodes), mixing both relations."""
-    n = graph.num_nodes
-    rows, cols, vals = [], [], []
-    for r, scale in ((INTRA, 1.0), (CROSS, cross_weight)):
-        if scale == 0:
-            continue
-        s = graph.relation(r)
-        rows.append(np.repeat(np.arange(n), np.diff(s.indptr)))
-        cols.append(s.indices)
-        vals.append(s.weights * scale)
-    row, col, val = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals).astype(np.float32)
-    deg = np.bincount(row, weights=val, minlength=n)
-    val = (val / np.maximum(deg[row], 1e-12)).astype(np.float32)
-    idx = torch.from_numpy(np.stack([row, col]))
-    return torch.sparse_coo_tensor(idx, torch.from_numpy(val), (n, n), check_invariants=False).coalesce()
+class RowNormalizedGraph:
+    """A in CSR, rows summing to 1 (0 for isolated nodes), mixing both relations."""
+
+    def __init__(self, graph: TaskGraph, cross_weight: float = 0.5) -> None:
+        n = graph.num_nodes
+        rows, cols, vals = [], [], []
+        for r, scale in ((INTRA, 1.0), (CROSS, cross_weight)):
+            s = graph.relation(r)
+            if scale == 0 or s.indices.size == 0:
+                continue
+            rows.append(np.repeat(np.arange(n), np.diff(s.indptr)))
+            cols.append(s.indices)
+            vals.append(s.weights * scale)
+        row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        col = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+        val = np.concatenate(vals).astype(np.float64) if vals else np.zeros(0)
+        order = np.lexsort((col, row))
+        row, col, val = row[order], col[order], val[order]
+        deg = np.bincount(row, weights=val, minlength=n)
+        self.num_nodes = n
+        self.indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row, minlength=n), out=self.indptr[1:])
+        self.cols = col
+        self.vals = val / np.maximum(deg[row], 1e-12)  # A[i, j]
+        # the transpose in CSR: pushing a sparse vector forward needs A's columns
+        t_order = np.lexsort((row, col))
+        self.t_indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(col, minlength=n), out=self.t_indptr[1:])
+        self.t_rows, self.t_vals = row[t_order], self.vals[t_order]
+
+    def matmul(self, x: np.ndarray) -> np.ndarray:
+        """A @ x for dense x [N, C]."""
+        out = np.zeros_like(x)
+        row = np.repeat(np.arange(self.num_nodes), np.diff(self.indptr))
+        for c in range(x.shape[1]):
+            out[:, c] = np.bincount(row, weights=self.vals * x[self.cols, c], minlength=self.num_nodes)
+        return out
+
+    def push(self, nodes: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A @ v for v sparse (v[nodes] = x [S, C], zero elsewhere) -> (support, values [S', C])."""
+        if nodes.size == 0:
+            return nodes, x
+        starts, stops = self.t_indptr[nodes], self.t_indptr[nodes + 1]
+        lens = stops - starts
+        seg = np.repeat(np.arange(nodes.size), lens)
+        pos = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(lens.sum())
+        tgt, w = self.t_rows[pos], self.t_vals[pos]
+        dense = np.stack([np.bincount(tgt, weights=w * x[seg, c], minlength=self.num_nodes) for c in range(x.shape[1])], 1)
+        support = np.flatnonzero(np.bincount(tgt, minlength=self.num_nodes))  # sorted, unique
+        out = dense[support]
+        return support, out
 
 
-def ppr_smooth(adj: torch.Tensor, values: np.ndarray, mask: np.ndarray, prior: float, alpha: float = 0.5, iters: int = 4):
-    """float32[N] neighbourhood-smoothed `values` (observed where `mask`), `prior` where none reaches."""
-    y = torch.from_numpy(np.stack([values * mask, mask.astype(np.float32)], 1).astype(np.float32))  # [N, 2]
-    f = y.clone()
-    for _ in range(iters):
-        f = alpha * y + (1 - alpha) * (adj @ f)
-    num, den = f[:, 0].numpy(), f[:, 1].numpy()
-    # shrink toward the prior by how little evidence reached the node
-    evidence = den / (den + 0.05)
-    smooth = np.where(den > 1e-8, num / np.maximum(den, 1e-8), prior)
-    return (evidence * smooth + (1 - evidence) * prior).astype(np.float32)
+class IncrementalPPR:
+    """Keeps f = P s up to date under sparse changes of s (see module docstring)."""
+
+    def __init__(self, adj: RowNormalizedGraph, alpha: float = 0.5, iters: int = 2) -> None:
+        if not 0.0 < alpha <= 1.0 or iters < 0:
+            raise ValueError(f"need alpha in (0, 1] and iters >= 0, got {alpha}, {iters}")
+        self.adj, self.alpha, self.iters = adj, alpha, iters
+        self.s = np.zeros((adj.num_nodes, 2))
+        self.f = np.zeros((adj.num_nodes, 2))
+
+    def _coefficients(self) -> list[float]:
+        """f_K = sum_k c_k A^k s: c_k = alpha (1 - alpha)^k for k < K, and (1 - alpha)^K for k = K."""
+        a, k = self.alpha, self.iters
+        return [a * (1 - a) ** j for j in range(k)] + [(1 - a) ** k]
+
+    def reset(self, values: np.ndarray, mask: np.ndarray) -> None:
+        """Full pass, O(K E): after the graph changes."""
+        self.s = np.stack([values * mask, mask.astype(np.float64)], 1)
+        f, term = np.zeros_like(self.s), self.s.copy()
+        for c in self._coefficients():
+            f += c * term
+            term = self.adj.matmul(term)
+        self.f = f
+
+    def update(self, nodes: np.ndarray, values: np.ndarray, mask: np.ndarray) -> None:
+        """Set s at `nodes` and push only the difference through the K-hop neighbourhood."""
+        new = np.stack([values * mask, mask.astype(np.float64)], 1)
+        delta = new - self.s[nodes]
+        self.s[nodes] = new
+        support, term = nodes, delta
+        for c in self._coefficients():
+            self.f[support] += c * term  # support is unique: plain fancy-index add is exact
+            support, term = self.adj.push(support, term)
+
+    def estimate(self, prior: float, shrink: float = 0.05) -> np.ndarray:
+        """float32[N]: smoothed value, shrunk toward `prior` by how little evidence reached a node."""
+        num, den = self.f[:, 0], np.maximum(self.f[:, 1], 0.0)
+        smooth = np.where(den > 1e-8, num / np.maximum(den, 1e-8), prior)
+        evidence = den / (den + shrink)
+        return (evidence * smooth + (1 - evidence) * prior).astype(np.float32)

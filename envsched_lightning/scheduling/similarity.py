@@ -125,9 +125,15 @@ def top_k_per_node(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray, k: i
 
 
 def task_similarity(
-    specs: Sequence[TaskSpec], k: int = 10, num_hashes: int = 16, bands: int = 8, seed: int = 0
+    specs: Sequence[TaskSpec], k: int = 10, num_hashes: int = 16, bands: int = 8, seed: int = 0,
+    patterns: np.ndarray | None = None,
 ) -> SparseSimilarity:
-    """Intra-environment kNN graph weighted by (MinHash-estimated) Jaccard overlap of what tasks touch."""
+    """Intra-environment kNN graph weighted by (MinHash-estimated) Jaccard overlap of what tasks touch.
+
+    With `patterns` (float[N, D] execution-pattern vectors), a candidate's weight is scaled by
+    ``(1 + cos) / 2`` of the two patterns, so among tasks with the same tools the k kept neighbours
+    are those solved the same way (instances of one template before look-alikes).
+    """
     n = len(specs)
     rows, toks = _token_ids(specs)
     sig = minhash(rows, toks, n, num_hashes, seed)
@@ -135,5 +141,8 @@ def task_similarity(
     groups = np.fromiter((env_index.setdefault(s.env, len(env_index)) for s in specs), dtype=np.int64, count=n)
     src, dst = lsh_candidates(sig, groups, bands, window=max(2, k // 2), rng=np.random.default_rng(seed))
     w = (sig[src] == sig[dst]).mean(1).astype(np.float32)
+    if patterns is not None:
+        v = patterns / np.maximum(np.linalg.norm(patterns, axis=1, keepdims=True), 1e-6)
+        w = w * (1.0 + (v[src] * v[dst]).sum(1)) / 2.0
     keep = w > 0
     return top_k_per_node(n, src[keep], dst[keep], w[keep], k)

@@ -20,8 +20,9 @@ from ..constraints import EnvQuota, SimilarityPenalty
 from ..features import HISTORY_DIM, STATIC_DIM, history_features
 from ..graph import CROSS, INTRA, TaskGraph
 from ..predictor import OnlineGNN
-from ..propagation import normalized_adjacency, ppr_smooth
+from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..base import Scheduler
+from ..calibration import OutcomeCalibration
 from ..registry import register_scheduler
 from ..similarity import SparseSimilarity
 
@@ -42,13 +43,16 @@ class EnvSchedScheduler(Scheduler):
         gnn_hidden: int = 16,
         gnn_train_steps: int = 2,
         ppr_alpha: float = 0.5,
-        ppr_iters: int = 4,
+        ppr_iters: int = 2,
         coverage: float = 0.3,
         coverage_halflife: float = 40.0,
         quota: bool | dict = True,
         penalty: float = 0.3,
         jitter: float = 1e-3,
         graph_seed: int = 0,
+        gnn_refresh_period: int = 50,
+        calibrate: bool = True,
+        own_weight: float = 0.7,
         **kw: Any,
     ) -> None:
         super().__init__(specs, seed=seed, **kw)
@@ -63,8 +67,14 @@ class EnvSchedScheduler(Scheduler):
             self.graph.cross = SparseSimilarity(np.zeros(self.num_tasks + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
         self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps) if use_gnn else None
         self._cache: dict[str, tuple[tuple[int, int], np.ndarray]] = {}
+        self.gnn_refresh_period = gnn_refresh_period
+        self.calibration = OutcomeCalibration() if calibrate else None
+        self.own_weight = own_weight
+        self._gnn_values: np.ndarray | None = None  # large graphs: cached GNN output, refreshed locally
+        self._last_nodes = np.zeros(0, dtype=np.int64)
         self._rebuild_edges()
         self.err = {"ppr": 0.0, "gnn": 0.0}  # EMA squared error on held-back groups
+        self.first_seen = (0, 0.0)  # (count, sum of informativeness) over first observations
         self.evaluated = 0
         if quota:
             self.install(EnvQuota(**(quota if isinstance(quota, dict) else {})))
@@ -78,7 +88,10 @@ class EnvSchedScheduler(Scheduler):
             keep = data.edge_type == INTRA
             data.edge_index, data.edge_weight, data.edge_type = data.edge_index[:, keep], data.edge_weight[keep], data.edge_type[keep]
         self.data = data
-        self.adj = normalized_adjacency(self.graph, self.cross_weight if self.cross_edges else 0.0)
+        adj = RowNormalizedGraph(self.graph, self.cross_weight if self.cross_edges else 0.0)
+        self.ppr = IncrementalPPR(adj, self.ppr_alpha, self.ppr_iters)
+        h = self.history
+        self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)
         self._similarity = self.graph.combined_similarity()
         if self.gnn is not None:
             self.gnn.set_graph(data.edge_index, data.edge_weight, data.edge_type, self.num_tasks)
@@ -94,8 +107,12 @@ class EnvSchedScheduler(Scheduler):
 
     # -- prediction --------------------------------------------------------------------------
     def _prior(self) -> float:
-        h = self.history
-        return float(2 * h.ema_std[h.observed].mean()) if h.observed.any() else 0.5
+        """What a never-tried task is worth: the mean informativeness of first observations.
+
+        Not the mean over all observed tasks: those are mostly re-picked because they were
+        informative, which would make every untried task look better than it is."""
+        n, total = self.first_seen
+        return (total + 0.5) / (n + 1.0)
 
     def _cached(self, key: str, compute) -> np.ndarray:
         """Predictions are a function of (history step, GNN version): computed once between updates."""
@@ -106,18 +123,45 @@ class EnvSchedScheduler(Scheduler):
         return hit[1]
 
     def predict_ppr(self) -> np.ndarray:
+        """Closed form: PPR over the graph, and for tried tasks the calibrated own outcome."""
+        return self._cached("ppr", self._closed_form)
+
+    def _closed_form(self) -> np.ndarray:
+        ppr = self.ppr.estimate(self._prior())
+        if self.calibration is None:
+            return ppr
         h = self.history
-        return self._cached("ppr", lambda: ppr_smooth(self.adj, 2 * h.ema_std, h.observed, self._prior(), self.ppr_alpha, self.ppr_iters))
+        own = self.calibration.lookup(h.last_mean, ppr)
+        return np.where(h.observed, self.own_weight * own + (1 - self.own_weight) * ppr, ppr).astype(np.float32)
 
     def predict_gnn(self) -> np.ndarray:
-        return self._cached("gnn", lambda: self.gnn.predict(self._inputs()).numpy())
+        return self._cached("gnn", self._gnn_refresh)
+
+    def _gnn_refresh(self) -> np.ndarray:
+        """Full-graph inference while the graph is small; on large graphs only the nodes whose
+        receptive field just changed (the last groups' neighbourhoods) plus a rotating slice, so a
+        step costs O(batch x degree^2 + N / gnn_refresh_period) instead of O(N + E)."""
+        x = self._inputs()
+        if self.gnn.full_edges is not None:
+            return self.gnn.predict(x).numpy()
+        if self._gnn_values is None:
+            self._gnn_values = self.predict_ppr().copy()  # until a node is refreshed, defer to PPR
+        n, period = self.num_tasks, self.gnn_refresh_period
+        chunk = -(-n // period)
+        start = (self.history.step % period) * chunk
+        nodes = np.unique(np.concatenate([self._last_nodes, np.arange(start, min(n, start + chunk))]))
+        self._gnn_values[nodes] = self.gnn.predict(x, torch.from_numpy(nodes)).numpy()
+        return self._gnn_values
 
     def gnn_trust(self) -> float:
         """Blend weight of the GNN, from both predictors' error on groups they had not trained on."""
         if self.gnn is None or self.evaluated < self.gnn_min_observations:
             return 0.0
-        a, b = self.err["ppr"] ** 2, self.err["gnn"] ** 2
-        return float(a / (a + b)) if a + b > 0 else 0.5
+        e_ppr, e_gnn = self.err["ppr"], self.err["gnn"]
+        if e_ppr <= 0:
+            return 0.0
+        # equal error -> half weight; 10% worse -> none; 10% better -> full
+        return float(np.clip(0.5 + 5.0 * (e_ppr - e_gnn) / e_ppr, 0.0, 1.0))
 
     def predict(self) -> np.ndarray:
         """float32[N]: predicted informativeness of each task's next group."""
@@ -143,18 +187,27 @@ class EnvSchedScheduler(Scheduler):
     def _observe(self, groups) -> None:
         nodes = np.array([g.index for g in groups], dtype=np.int64)
         y = np.array([min(1.0, 2 * g.std) for g in groups], dtype=np.float32)
+        first = self.history.count[nodes] == 0
+        if self.calibration is not None and (~first).any():
+            self.calibration.observe(self.history.last_mean[nodes[~first]], y[~first])
+        self.first_seen = (self.first_seen[0] + int(first.sum()), self.first_seen[1] + float(y[first].sum()))
         ppr = self.predict_ppr()[nodes]  # scored before anything learns from these groups
         d = 0.9 if self.evaluated else 0.0
         self.err["ppr"] = d * self.err["ppr"] + (1 - d) * float(np.sqrt(np.mean((ppr - y) ** 2)))
         if self.gnn is not None:
-            gnn = self.predict_gnn()[nodes]
-            self.err["gnn"] = d * self.err["gnn"] + (1 - d) * float(np.sqrt(np.mean((gnn - y) ** 2)))
             x = self._inputs()
+            small = self.gnn.full_edges is not None
+            gnn = self.predict_gnn()[nodes] if small else self.gnn.predict(x, torch.from_numpy(nodes)).numpy()
+            self.err["gnn"] = d * self.err["gnn"] + (1 - d) * float(np.sqrt(np.mean((gnn - y) ** 2)))
             self.gnn.fit(x, nodes, y, slice(STATIC_DIM, STATIC_DIM + HISTORY_DIM))
         self.evaluated += len(groups)
 
     def update(self, groups) -> None:
         super().update(groups)
+        nodes = np.unique([g.index for g in groups])
+        self._last_nodes = nodes
+        h = self.history
+        self.ppr.update(nodes, 2 * h.ema_std[nodes].astype(np.float64), h.observed[nodes])
         if self.cross_edges and self.history.step % self.cross_refresh_every == 0:
             self.graph.refresh_cross(self.history)
             self._rebuild_edges()
@@ -163,6 +216,8 @@ class EnvSchedScheduler(Scheduler):
     def _extra_state(self) -> dict:
         return {
             "err": dict(self.err),
+            "first_seen": self.first_seen,
+            "calibration": None if self.calibration is None else self.calibration.state_dict(),
             "evaluated": self.evaluated,
             "graph_refreshes": self.graph.refreshes,
             "gnn": None if self.gnn is None else self.gnn.state_dict(),
@@ -170,9 +225,15 @@ class EnvSchedScheduler(Scheduler):
 
     def _load_extra_state(self, state: dict) -> None:
         self.err, self.evaluated = dict(state["err"]), int(state["evaluated"])
+        self.first_seen = (int(state["first_seen"][0]), float(state["first_seen"][1]))
+        if self.calibration is not None:
+            self.calibration.load_state_dict(state["calibration"])
         if self.cross_edges and state["graph_refreshes"] != self.graph.refreshes:
             self.graph.refreshes = int(state["graph_refreshes"]) - 1
             self.graph.refresh_cross(self.history)  # cross edges are a function of history and refresh count
             self._rebuild_edges()
         if self.gnn is not None:
             self.gnn.load_state_dict(state["gnn"])
+        h = self.history
+        self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)  # PPR state is a function of history
+        self._cache.clear()
