@@ -50,6 +50,8 @@ class Scheduler(ABC):
         env_index = {e: i for i, e in enumerate(self.env_names)}
         self.env_ids = np.fromiter((env_index[s.env] for s in self.specs), dtype=np.int64, count=len(self.specs))
         self.env_sizes = np.bincount(self.env_ids, minlength=len(self.env_names))
+        order = np.argsort(self.env_ids, kind="stable")
+        self.env_members = np.split(order, np.cumsum(self.env_sizes)[:-1])  # task indices per environment
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.history = TaskHistory(len(self.specs), ema=history_ema)
@@ -94,7 +96,8 @@ class Scheduler(ABC):
         keys = np.asarray(components.pop("priority"), dtype=np.float64)
         eligible = components.pop("eligible", None)
         step = self._selections
-        result = fill_batch(keys, batch_size, self.env_ids, self.num_envs, step, self.quota, self.penalty, eligible)
+        result = fill_batch(keys, batch_size, self.env_ids, self.num_envs, step, self.quota, self.penalty, eligible,
+                            self.env_members)
         self._selections += 1
         self._last_decision = Decision.build(self, step, result, keys, components)
         return result.indices

@@ -11,7 +11,6 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
-from torch_geometric.utils import k_hop_subgraph
 
 
 RelEdges = list[tuple[Tensor, Tensor]]
@@ -61,35 +60,40 @@ class RelationalMeanConv(MessagePassing):
 
 
 class VariancePredictor(nn.Module):
-    """x [N, F] -> logit of informativeness [N]."""
+    """x [N, F] -> logit of informativeness [N], as a learned correction of a base prediction.
+
+    The last input column is the closed-form estimate p0; the output is ``logit(p0) + head(h)``
+    with `head` initialised to zero, so an untrained model is exactly the closed form and training
+    can only move it where neighbours' history says the closed form is wrong.
+    """
 
     def __init__(self, in_channels: int, hidden: int = 16, num_relations: int = 2) -> None:
         super().__init__()
         self.conv1 = RelationalMeanConv(in_channels, hidden, num_relations)
         self.conv2 = RelationalMeanConv(hidden, hidden, num_relations)
         self.head = nn.Linear(hidden, 1)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
 
     def forward(self, x: Tensor, rel_edges: RelEdges) -> Tensor:
+        base = torch.logit(x[:, -1].clamp(1e-3, 1 - 1e-3))  # [N]
         h = torch.relu(self.conv1(x, rel_edges))  # [N, H]
         h = torch.relu(self.conv2(h, rel_edges))  # [N, H]
-        return self.head(h).squeeze(-1)  # [N]
+        return base + self.head(h).squeeze(-1)  # [N]
 
 
 class OnlineGNN:
-    """Trains `VariancePredictor` on observed groups; predicts on subgraphs so cost follows the
-    observed nodes and their edges, not N^2 (full-graph inference only while N is small)."""
+    """Trains `VariancePredictor` on observed groups. Training always, and inference once the graph
+    exceeds `full_graph_max` nodes, run on 2-hop blocks with `fanout` sampled neighbours per node
+    and hop, so cost follows the nodes asked about, not the size of the graph."""
 
     def __init__(self, in_channels: int, seed: int = 0, hidden: int = 16, lr: float = 1e-2, train_steps: int = 2,
-                 replay: int = 2048, full_graph_max: int = 50_000, fanout: int = 8) -> None:
+                 full_graph_max: int = 50_000, fanout: int = 8) -> None:
         with torch.random.fork_rng():  # seeded init without touching the global RNG
             torch.manual_seed(seed)
             self.model = VariancePredictor(in_channels, hidden)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=lr)
         self.train_steps, self.full_graph_max = train_steps, full_graph_max
-        self.gen = torch.Generator().manual_seed(seed)
-        self.replay_idx = np.zeros(0, dtype=np.int64)  # nodes with an observation, for masked replay
-        self.replay_y = np.zeros(0, dtype=np.float32)
-        self.replay = replay
         self.fanout = fanout
         self.np_rng = np.random.default_rng(seed)  # neighbour sampling for training blocks
         self.updates = 0
@@ -131,8 +135,7 @@ class OnlineGNN:
         edge_index, edge_weight, edge_type, n = self.graph
         if self.full_edges is not None:
             return torch.arange(n), self.full_edges, nodes
-        subset, ei, mapping, emask = k_hop_subgraph(nodes, 2, edge_index, relabel_nodes=True, num_nodes=n)
-        return subset, split_relations(ei, edge_weight[emask], edge_type[emask], subset.shape[0]), mapping
+        return self._sampled_block(nodes.numpy())
 
     @torch.no_grad()
     def predict(self, x: Tensor, nodes: Tensor | None = None) -> Tensor:
@@ -141,52 +144,37 @@ class OnlineGNN:
         subset, rel, pos = self._subgraph(nodes)
         return torch.sigmoid(self.model(x[subset], rel)[pos])
 
-    def fit(self, x: Tensor, nodes: np.ndarray, targets: np.ndarray, history_cols: slice) -> float:
-        """A few gradient steps: on the fresh groups with their pre-update inputs (learns how history
-        evolves), and on replayed observed nodes with their own history masked (learns to predict a
-        node from its neighbours, which is what never-tried nodes need)."""
-        k = min(self.replay_idx.shape[0], max(len(nodes), 64))
-        pick = torch.randperm(self.replay_idx.shape[0], generator=self.gen)[:k].numpy() if k else np.zeros(0, np.int64)
-        rep_nodes, rep_y = self.replay_idx[pick], self.replay_y[pick]
-        all_nodes = torch.from_numpy(np.concatenate([nodes, rep_nodes]))
-        y = torch.from_numpy(np.concatenate([targets, rep_y]).astype(np.float32))
-        x_in = x.clone()
-        x_in[torch.from_numpy(rep_nodes), history_cols] = 0.0  # masked: as if never observed
-        subset, rel, pos = self._sampled_block(all_nodes.numpy())
-        xs = x_in[subset]
+    def fit(self, x: Tensor, nodes: np.ndarray, targets: np.ndarray) -> float:
+        """A few gradient steps on this step's groups, with the inputs they had before the update.
+
+        No replay of older observations: their current inputs already contain the outcome to be
+        predicted, which would teach the model to copy it. First observations of never-tried tasks
+        are among these groups, so the model also learns to predict a task from its neighbours.
+        """
+        y = torch.from_numpy(targets.astype(np.float32))  # [B]
+        subset, rel, pos = self._sampled_block(nodes)
+        xs = x[subset]
         loss_val = 0.0
         for _ in range(self.train_steps):
-            logits = self.model(xs, rel)[pos]  # [B + R]
+            logits = self.model(xs, rel)[pos]  # [B]
             loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
             self.opt.zero_grad()
             loss.backward()
             self.opt.step()
             loss_val = float(loss.detach())
-        self._remember(nodes, targets)
         self.updates += 1
         return loss_val
-
-    def _remember(self, nodes: np.ndarray, targets: np.ndarray) -> None:
-        keep = ~np.isin(self.replay_idx, nodes)  # the latest observation of a node replaces older ones
-        self.replay_idx = np.concatenate([self.replay_idx[keep], nodes])[-self.replay :]
-        self.replay_y = np.concatenate([self.replay_y[keep], targets.astype(np.float32)])[-self.replay :]
 
     def state_dict(self) -> dict:
         return {
             "model": {k: v.clone() for k, v in self.model.state_dict().items()},
             "opt": copy.deepcopy(self.opt.state_dict()),
-            "gen": self.gen.get_state(),
             "np_rng": self.np_rng.bit_generator.state,
-            "replay_idx": self.replay_idx.copy(),
-            "replay_y": self.replay_y.copy(),
             "updates": self.updates,
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
-        self.gen.set_state(state["gen"])
         self.np_rng.bit_generator.state = state["np_rng"]
-        self.replay_idx = np.asarray(state["replay_idx"], dtype=np.int64).copy()
-        self.replay_y = np.asarray(state["replay_y"], dtype=np.float32).copy()
         self.updates = int(state["updates"])

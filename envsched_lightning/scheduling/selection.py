@@ -59,7 +59,9 @@ def fill_batch(
     quota: EnvQuota | None = None,
     penalty: SimilarityPenalty | None = None,
     eligible: np.ndarray | None = None,
+    env_members: list[np.ndarray] | None = None,
 ) -> FillResult:
+    """`env_members[e]`: task indices of environment e (computed once by the scheduler)."""
     keys = _tiered(np.asarray(keys, dtype=np.float64), eligible)
     if quota is None and penalty is None:
         top = next(_descending(keys, chunk=batch_size))
@@ -122,7 +124,7 @@ def fill_batch(
             got += 1
 
     for e in np.flatnonzero(lo > 0).tolist():  # guaranteed minimum slots first
-        members = np.flatnonzero(env_ids == e)
+        members = env_members[e] if env_members is not None else np.flatnonzero(env_ids == e)
         greedy(_descending(keys, members, chunk=int(lo[e]) * 2), int(lo[e]), lambda i: True)
     greedy(_descending(keys, chunk=2 * batch_size), batch_size - len(chosen), lambda i: counts[env_ids[i]] < hi[env_ids[i]])
     relax = list(quota.relaxations) if quota is not None else []

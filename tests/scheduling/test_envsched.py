@@ -127,3 +127,27 @@ def test_core_imports_no_lightning_hydra_wandb():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_incremental_ppr_equals_full_recompute():
+    specs = [s for k in range(5) for s in family(f"e{k % 2}", f"f{k}", 12, (f"tool{k}",))]
+    sched = build_scheduler("envsched", specs, use_gnn=False, cross_refresh_every=1000)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        idx = sched.select(7)
+        sched.update([group(i, int(rng.integers(0, 9))) for i in idx])
+    incremental = sched.ppr.f.copy()
+    h = sched.history
+    sched.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)
+    assert np.allclose(incremental, sched.ppr.f, atol=1e-12)
+
+
+def test_calibration_learns_that_nearly_solved_tasks_saturate():
+    from envsched_lightning.scheduling.calibration import OutcomeCalibration
+
+    cal = OutcomeCalibration(decay=1.0)
+    for _ in range(20):
+        cal.observe(np.array([7 / 8, 2 / 8, 1.0]), np.array([0.0, 1.0, 0.0]))
+    est = cal.lookup(np.array([7 / 8, 2 / 8, 1.0, 0.5]), prior=0.5)
+    assert est[0] < 0.1 and est[1] > 0.9 and est[2] < 0.1
+    assert abs(est[3] - 0.5) < 1e-6  # an empty bin falls back to the prior

@@ -41,7 +41,7 @@ class EnvSchedScheduler(Scheduler):
         use_gnn: bool = True,
         gnn_min_observations: int = 64,
         gnn_hidden: int = 16,
-        gnn_train_steps: int = 2,
+        gnn_train_steps: int = 4,
         ppr_alpha: float = 0.5,
         ppr_iters: int = 2,
         coverage: float = 0.3,
@@ -50,7 +50,7 @@ class EnvSchedScheduler(Scheduler):
         penalty: float = 0.3,
         jitter: float = 1e-3,
         graph_seed: int = 0,
-        gnn_refresh_period: int = 50,
+        gnn_refresh_period: int = 200,
         calibrate: bool = True,
         own_weight: float = 0.7,
         **kw: Any,
@@ -65,7 +65,7 @@ class EnvSchedScheduler(Scheduler):
         self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 1, seed=graph_seed)
         if not cross_edges:
             self.graph.cross = SparseSimilarity(np.zeros(self.num_tasks + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
-        self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps) if use_gnn else None
+        self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM + 1, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps) if use_gnn else None
         self._cache: dict[str, tuple[tuple[int, int], np.ndarray]] = {}
         self.gnn_refresh_period = gnn_refresh_period
         self.calibration = OutcomeCalibration() if calibrate else None
@@ -103,7 +103,9 @@ class EnvSchedScheduler(Scheduler):
         return self._similarity
 
     def _inputs(self) -> torch.Tensor:
-        return torch.from_numpy(np.concatenate([self.graph.static_x, history_features(self.history)], 1))  # [N, F]
+        """[N, STATIC_DIM + HISTORY_DIM + 1] GNN inputs (last: the closed-form estimate), once per step."""
+        return torch.from_numpy(self._cached("inputs", lambda: np.concatenate(
+            [self.graph.static_x, history_features(self.history), self.predict_ppr()[:, None]], 1)))
 
     # -- prediction --------------------------------------------------------------------------
     def _prior(self) -> float:
@@ -199,7 +201,7 @@ class EnvSchedScheduler(Scheduler):
             small = self.gnn.full_edges is not None
             gnn = self.predict_gnn()[nodes] if small else self.gnn.predict(x, torch.from_numpy(nodes)).numpy()
             self.err["gnn"] = d * self.err["gnn"] + (1 - d) * float(np.sqrt(np.mean((gnn - y) ** 2)))
-            self.gnn.fit(x, nodes, y, slice(STATIC_DIM, STATIC_DIM + HISTORY_DIM))
+            self.gnn.fit(x, nodes, y)
         self.evaluated += len(groups)
 
     def update(self, groups) -> None:
