@@ -88,13 +88,13 @@ class OnlineGNN:
     and hop, so cost follows the nodes asked about, not the size of the graph."""
 
     def __init__(self, in_channels: int, seed: int = 0, hidden: int = 16, lr: float = 1e-2, train_steps: int = 2,
-                 full_graph_max: int = 50_000, fanout: int = 8) -> None:
+                 full_graph_max: int = 5_000, fanout: int = 8, max_train_nodes: int = 128) -> None:
         with torch.random.fork_rng():  # seeded init without touching the global RNG
             torch.manual_seed(seed)
             self.model = VariancePredictor(in_channels, hidden)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=lr)
         self.train_steps, self.full_graph_max = train_steps, full_graph_max
-        self.fanout = fanout
+        self.fanout, self.max_train_nodes = fanout, max_train_nodes
         self.np_rng = np.random.default_rng(seed)  # neighbour sampling for training blocks
         self.updates = 0
 
@@ -151,6 +151,9 @@ class OnlineGNN:
         predicted, which would teach the model to copy it. First observations of never-tried tasks
         are among these groups, so the model also learns to predict a task from its neighbours.
         """
+        if len(nodes) > self.max_train_nodes:  # large batches: a random subset bounds the cost
+            keep = self.np_rng.choice(len(nodes), self.max_train_nodes, replace=False)
+            nodes, targets = nodes[keep], targets[keep]
         y = torch.from_numpy(targets.astype(np.float32))  # [B]
         subset, rel, pos = self._sampled_block(nodes)
         xs = x[subset]
