@@ -1,8 +1,10 @@
-"""Entry point: `python train.py experiment=<name> [overrides]`.
+"""Entry point: `python train.py [experiment=<name>] [overrides]` (default experiment: `tiny_cpu`).
 
-`train(cfg)` instantiates what the config names and returns the run's metrics; `main` is the thin
-Hydra wrapper. The `sim` experiment runs the chosen scheduler against uniform sampling on the
-simulated GRPO learner.
+`train(cfg)` instantiates what the config names (DataModule, model, callbacks, loggers, trainer),
+fits, and returns the run's metrics and output paths; `main` is the thin Hydra wrapper. The
+DataModule and the constraint callbacks are built first, so a bad data, scheduler or quota
+setting fails before the model is loaded. The `sim` experiment runs the chosen scheduler against
+uniform sampling on the simulated GRPO learner instead.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 
@@ -37,10 +40,46 @@ def run_simulation(cfg: DictConfig) -> dict[str, Any]:
     return {"rows": rows, "results_path": str(out)}
 
 
+def instantiate_each(group: DictConfig | None) -> list[Any]:
+    """Every entry of a `callbacks`/`logger` group that is switched on (an entry set to null is off)."""
+    return [instantiate(node) for node in (group or {}).values() if node is not None and "_target_" in node]
+
+
+def output_paths(trainer: Any) -> dict[str, str | None]:
+    from callbacks.scheduling_logger import SchedulingLoggerCallback
+
+    ckpt = trainer.checkpoint_callback
+    heatmaps = [cb.heatmap_path for cb in trainer.callbacks if isinstance(cb, SchedulingLoggerCallback)]
+    return {
+        "log_dir": trainer.log_dir,
+        "checkpoint": (ckpt.last_model_path or ckpt.best_model_path or None) if ckpt is not None else None,
+        "heatmap": str(heatmaps[0]) if heatmaps and heatmaps[0] else None,
+    }
+
+
 def train(cfg: DictConfig) -> dict[str, Any]:
     if "sim" in cfg:
         return run_simulation(cfg)
-    raise ValueError("config has no `sim` section; choose an experiment, e.g. experiment=sim")
+    import lightning as L
+
+    from callbacks.constraint import install_constraints
+
+    L.seed_everything(cfg.seed, workers=True)
+    datamodule = instantiate(cfg.data)
+    callbacks = instantiate_each(cfg.get("callbacks"))
+    install_constraints(callbacks, datamodule.scheduler)  # infeasible quotas fail here, before the model loads
+    model = instantiate(cfg.model)
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_each(cfg.get("logger")) or False)
+    for lg in trainer.loggers:
+        lg.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+    # weights_only=False: the checkpoint carries the scheduler's numpy state and RNG states (resume
+    # only from checkpoints you wrote)
+    trainer.fit(model, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"), weights_only=False)
+    paths = output_paths(trainer)
+    if trainer.is_global_zero:
+        print("\n".join(f"{name}: {path}" for name, path in paths.items()))
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    return {"metrics": metrics, **paths, "objects": {"datamodule": datamodule, "model": model, "trainer": trainer}}
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -1,0 +1,140 @@
+"""`SchedulingLoggerCallback`: why each task was picked, and what its rollouts then earned.
+
+Per step: `sched/env_count/<env>` (tasks per environment) and `sched/pred_corr` (Pearson
+correlation, over the batch, of the scheduler's predicted score and the realised group reward
+std: is the scheduler's notion of "informative" right?), plus one JSON line per step in
+`sched_decisions.jsonl`. With a W&B logger also a `sched/decisions` table every `table_every`
+steps. Every `plot_every` steps and at the end: the environment-by-step heatmap of rollouts, saved
+as `sched_heatmap.png` in the run directory (and logged to W&B), and a W&B predicted-vs-realised
+scatter. It only reads the DataModule's decision and groups; it never changes the schedule.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.loggers import WandbLogger
+from typing_extensions import override
+
+from envsched_lightning.scheduling import Decision, RolloutGroup, TaskSpec
+
+from .constraint import datamodule_of
+from .plots import save_heatmap
+
+COLUMNS = ["step", "env", "task_id", "priority", "predicted", "coverage", "penalty", "reward_mean", "reward_std"]
+
+
+def decision_rows(decision: Decision, groups: list[RolloutGroup], specs: tuple[TaskSpec, ...]) -> list[dict[str, Any]]:
+    """One row per scheduled task: the decision's components joined with the realised rewards."""
+    by_index = {g.index: g for g in groups}
+    rows = decision.rows or [{"index": i, "env": specs[i].env, "task_id": specs[i].task_id, "priority": 0.0} for i in decision.indices]
+    out = []
+    for row in rows:
+        g = by_index.get(row["index"])
+        out.append({
+            "step": decision.step, "env": row["env"], "task_id": row["task_id"], "priority": row["priority"],
+            "predicted": row.get("predicted", row["priority"]), "coverage": row.get("coverage", 0.0),
+            "penalty": row.get("penalty", 0.0),
+            "reward_mean": float("nan") if g is None else g.mean, "reward_std": float("nan") if g is None else g.std,
+        })  # fmt: skip
+    return out
+
+
+def pearson(x: list[float], y: list[float]) -> float | None:
+    """Correlation, or None when either side is constant (then it says nothing)."""
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    if a.size < 2 or a.std() < 1e-12 or b.std() < 1e-12:
+        return None
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+class SchedulingLoggerCallback(Callback):
+    def __init__(self, plot_every: int = 10, table_every: int = 1, out_dir: str | None = None, max_points: int = 5000) -> None:
+        for name, v in (("plot_every", plot_every), ("table_every", table_every), ("max_points", max_points)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"callbacks.scheduling_logger.{name} must be a positive int, got {v!r}")
+        self.plot_every, self.table_every, self.max_points = plot_every, table_every, max_points
+        self.out_dir = out_dir
+        self.env_names: list[str] = []
+        self.rollouts: list[list[int]] = []  # [step][env] rollouts spent
+        self.first_step = 0
+        self.points: list[tuple[float, float]] = []  # (predicted, realised std) for the scatter
+        self.heatmap_path: Path | None = None
+
+    def run_dir(self, trainer: Trainer) -> Path:
+        return Path(self.out_dir or trainer.log_dir or trainer.default_root_dir)
+
+    @override
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        self.env_names = self.env_names or list(datamodule_of(trainer).scheduler.env_names)
+
+    @override
+    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:
+        dm = datamodule_of(trainer)
+        decision, groups = dm.last_decision, dm.last_groups
+        if decision is None or not groups:
+            return
+        rows = decision_rows(decision, groups, dm.specs)
+        metrics = {f"sched/env_count/{e}": float(decision.env_counts.get(e, 0)) for e in self.env_names}
+        corr = pearson([r["predicted"] for r in rows], [r["reward_std"] for r in rows])
+        if corr is not None:
+            metrics["sched/pred_corr"] = corr
+        pl_module.log_dict(metrics, on_step=True, on_epoch=False, batch_size=len(rows))
+        self._record(decision.step, rows, groups, dm.specs)
+        if trainer.is_global_zero:
+            self._write(trainer, decision, rows)
+
+    def _record(self, step: int, rows: list[dict[str, Any]], groups: list[RolloutGroup], specs: tuple[TaskSpec, ...]) -> None:
+        if not self.rollouts:
+            self.first_step = step
+        spent = dict.fromkeys(self.env_names, 0)
+        for g in groups:
+            spent[specs[g.index].env] += len(g.rewards)
+        self.rollouts.append([spent[e] for e in self.env_names])
+        self.points = (self.points + [(r["predicted"], r["reward_std"]) for r in rows])[-self.max_points :]
+
+    def _write(self, trainer: Trainer, decision: Decision, rows: list[dict[str, Any]]) -> None:
+        step = decision.step
+        out = self.run_dir(trainer)
+        out.mkdir(parents=True, exist_ok=True)
+        record = {"step": step, "env_counts": decision.env_counts, "relaxations": decision.relaxations, "rows": rows}
+        with (out / "sched_decisions.jsonl").open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        wandb = [lg for lg in trainer.loggers if isinstance(lg, WandbLogger)]
+        if step % self.table_every == 0:
+            for lg in wandb:
+                lg.log_table("sched/decisions", columns=COLUMNS, data=[[r[c] for c in COLUMNS] for r in rows])
+        if (step + 1) % self.plot_every == 0:
+            self._plot(trainer, wandb)
+
+    def _plot(self, trainer: Trainer, wandb: list[WandbLogger]) -> None:
+        counts = np.asarray(self.rollouts, dtype=np.float64).T  # [E, steps]
+        self.heatmap_path = save_heatmap(counts, self.env_names, self.run_dir(trainer) / "sched_heatmap.png", self.first_step)
+        for lg in wandb:
+            import wandb as wb
+
+            lg.log_image("sched/heatmap", images=[str(self.heatmap_path)])
+            table = wb.Table(columns=["predicted", "realised_std"], data=[list(p) for p in self.points])
+            lg.experiment.log({"sched/pred_vs_realised": wb.plot.scatter(table, "predicted", "realised_std")})
+
+    @override
+    def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if trainer.is_global_zero and self.rollouts:
+            self._plot(trainer, [lg for lg in trainer.loggers if isinstance(lg, WandbLogger)])
+
+    @override
+    def state_dict(self) -> dict[str, Any]:
+        return {"env_names": self.env_names, "rollouts": self.rollouts, "first_step": self.first_step, "points": self.points}
+
+    @override
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.env_names = list(state_dict["env_names"])
+        self.rollouts = [list(r) for r in state_dict["rollouts"]]
+        self.first_step = int(state_dict["first_step"])
+        self.points = [tuple(p) for p in state_dict["points"]]

@@ -1,0 +1,155 @@
+"""`EnvSchedDataModule`: environments in, one scheduled `TaskBatch` per step out, rewards back in.
+
+The protocol per training step:
+
+1. the trainer fetches a batch: rank 0 calls ``scheduler.select(batch_size)`` (so every step is
+   chosen with everything learnt so far) and broadcasts the `Decision`; each rank keeps its
+   shard ``indices[rank::world_size]``;
+2. the module runs the rollouts and calls ``report(groups)`` once with its shard's groups;
+3. `report` gathers all ranks' groups and rank 0 calls ``scheduler.update`` exactly once.
+
+A second `report` for the same step, or a fetch before the previous step was reported, raises:
+either would mean the scheduler is learning from, or choosing with, the wrong step. Everything is
+built in `__init__` so a bad config fails before the model is loaded; every DDP process builds
+its own copy (the launcher re-runs the script) and only rank 0's scheduler is consulted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from lightning.pytorch import LightningDataModule
+from torch.utils.data import DataLoader
+from typing_extensions import override
+
+from envsched_lightning.envs.base import Environment, Task
+from envsched_lightning.module import TaskBatch
+from envsched_lightning.scheduling import Decision, RolloutGroup, Scheduler, TaskSpec
+
+from .datasets import HeldOutTasks, ScheduledBatches
+from .distributed import broadcast_from_zero, gather_lists
+from .rng import capture_rng, restore_rng
+from .task_pool import build_pool
+
+SchedulerFactory = Callable[..., Scheduler]  # `build_scheduler` partial: (specs=..., seed=...) -> Scheduler
+
+
+def _positive(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"data.{name} must be a positive int, got {value!r}")
+    return value
+
+
+class EnvSchedDataModule(LightningDataModule):
+    """Serves scheduled tasks for training and held-out tasks per environment for validation."""
+
+    def __init__(
+        self,
+        envs: Mapping[str, Environment],
+        scheduler: SchedulerFactory,
+        batch_size: int,
+        steps_per_epoch: int,
+        eval_per_env: int = 4,
+        val_batch_size: int = 16,
+        seed: int = 0,
+        restore_rng_states: bool = True,
+    ) -> None:
+        super().__init__()
+        self.batch_size = _positive("batch_size", batch_size)
+        self.steps_per_epoch = _positive("steps_per_epoch", steps_per_epoch)
+        self.val_batch_size = _positive("val_batch_size", val_batch_size)
+        if isinstance(eval_per_env, bool) or not isinstance(eval_per_env, int) or eval_per_env < 0:
+            raise ValueError(f"data.eval_per_env must be a non-negative int, got {eval_per_env!r}")
+        self.envs = dict(envs)
+        self.pool = build_pool(self.envs, eval_per_env)
+        if self.batch_size > len(self.pool.train):
+            raise ValueError(
+                f"data.batch_size={self.batch_size} exceeds the training task pool "
+                f"({len(self.pool.train)} tasks in {', '.join(self.pool.env_names)})"
+            )
+        try:
+            self.scheduler: Scheduler = scheduler(specs=self.pool.specs, seed=seed)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"scheduler: {err}") from err
+        self.restore_rng_states = restore_rng_states
+        self.step = 0  # training steps whose results reached the scheduler
+        self.last_decision: Decision | None = None  # the current step's decision, on every rank
+        self.last_groups: list[RolloutGroup] = []  # the last reported step's groups, all ranks
+        self._pending: Decision | None = None  # decision served, results not yet reported
+
+    @property
+    def specs(self) -> tuple[TaskSpec, ...]:
+        return self.pool.specs
+
+    # -- the step protocol ----------------------------------------------------------------------
+    def next_batch(self) -> TaskBatch:
+        """This rank's share of the next scheduled batch."""
+        if self._pending is not None:
+            raise RuntimeError(
+                f"the batch after step {self.step} was requested before that step's results were "
+                "reported (is the train loader pre-fetching, or does the module not call report()?)"
+            )
+        strategy = self.trainer.strategy if self.trainer is not None else None
+        rank, world = (strategy.global_rank, strategy.world_size) if strategy is not None else (0, 1)
+        decision = self._select() if rank == 0 else None
+        decision = broadcast_from_zero(decision, strategy)
+        self._pending = self.last_decision = decision
+        shard = decision.indices[rank::world]
+        return TaskBatch.collate([(i, *self.pool.train[i]) for i in shard])
+
+    def _select(self) -> Decision:
+        indices = self.scheduler.select(self.batch_size)
+        decision = self.scheduler.last_decision()
+        return decision if decision is not None else Decision(self.step, indices, [], {})
+
+    def report(self, groups: Sequence[RolloutGroup]) -> None:
+        """Hand this rank's groups of the current step back; the scheduler learns once per step."""
+        if self._pending is None:
+            raise RuntimeError(f"report() called twice for step {self.step - 1}, or before any batch was served")
+        everything = gather_lists(list(groups))
+        expected = sorted(self._pending.indices)
+        if sorted(g.index for g in everything) != expected:
+            raise ValueError(
+                f"step {self.step}: reported groups for tasks {sorted(g.index for g in everything)}, "
+                f"but the batch scheduled {expected}"
+            )
+        if self.trainer is None or self.trainer.is_global_zero:
+            self.scheduler.update(everything)
+        self.last_groups = everything
+        self.step += 1
+        self._pending = None
+
+    def warm_start_items(self) -> list[tuple[Task, Environment]]:
+        """Training tasks for the module's optional supervised warm start (never the held-out ones)."""
+        return list(self.pool.train)
+
+    # -- loaders --------------------------------------------------------------------------------
+    @override
+    def train_dataloader(self) -> DataLoader:
+        # batch_size=None: the dataset already yields whole batches; num_workers=0: the scheduler
+        # lives in this process and must see each step's results before choosing the next batch
+        return DataLoader(ScheduledBatches(self.next_batch, self.steps_per_epoch), batch_size=None, num_workers=0,
+                          collate_fn=lambda batch: batch)  # fmt: skip
+
+    @override
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(HeldOutTasks(self.pool.held_out), batch_size=self.val_batch_size, shuffle=False,
+                          num_workers=0, collate_fn=TaskBatch.collate)  # fmt: skip
+
+    # -- checkpointing --------------------------------------------------------------------------
+    @override
+    def state_dict(self) -> dict[str, Any]:
+        if self._pending is not None:
+            raise RuntimeError(f"checkpoint taken inside step {self.step}, between select and report")
+        state = {"step": self.step, "scheduler": self.scheduler.state_dict()}
+        return state | ({"rng": capture_rng()} if self.restore_rng_states else {})
+
+    @override
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.scheduler.load_state_dict(state_dict["scheduler"])
+        self.step = int(state_dict["step"])
+        self._pending, self.last_decision, self.last_groups = None, None, []
+        single = self.trainer is None or self.trainer.world_size == 1
+        if self.restore_rng_states and single and "rng" in state_dict:  # ranks must not share one RNG stream
+            restore_rng(state_dict["rng"])

@@ -1,0 +1,328 @@
+"""`GRPOModule`: GRPO over multi-turn tool-use episodes, as a LightningModule with manual optimisation.
+
+One training step takes a `TaskBatch` of B scheduled tasks, runs G rollouts of each through the
+agent loop, scores them with group-relative advantages, drops the zero-variance groups (they carry
+no gradient), and runs ``ppo_epochs x num_mini_batches`` clipped-surrogate updates on the rest.
+
+Hand-off to the scheduler (the DataModule's side): after the rollouts, the step builds one
+`RolloutGroup(index, rewards, lengths=turns)` per scheduled task, stores the list in
+`self.last_groups`, calls ``trainer.datamodule.report(groups)`` once if the DataModule has a
+`report` method, and returns ``{"groups": groups}`` as the step output (callbacks see it in
+`on_train_batch_end`). The optional SFT warm start reads ``trainer.datamodule.warm_start_items()``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import torch
+from lightning.pytorch import LightningModule
+from torch import Tensor
+
+from envsched_lightning.envs.base import Environment, Task
+from envsched_lightning.grpo import (
+    GRPOConfig,
+    GRPOLossOutput,
+    WarmStartConfig,
+    group_advantages,
+    grpo_loss,
+    sft_loss,
+    token_logprobs,
+)
+from envsched_lightning.grpo.config import coerce
+from envsched_lightning.models import Policy
+from envsched_lightning.rollout import (
+    EpisodeRecord,
+    HFEngine,
+    RolloutBatch,
+    RolloutEngine,
+    SamplingConfig,
+    Sequences,
+    default_oracle,
+    oracle_rollouts,
+    pack_sequences,
+    run_agent_loop,
+)
+from envsched_lightning.scheduling import RolloutGroup
+
+
+@dataclass(frozen=True)
+class TaskBatch:
+    """B scheduled tasks of one step; `indices[i]` is the scheduler's index of `tasks[i]`, run in `envs[i]`."""
+
+    indices: list[int]
+    tasks: list[Task]
+    envs: list[Environment]
+
+    @classmethod
+    def collate(cls, items: Sequence[tuple[int, Task, Environment]]) -> TaskBatch:
+        """`collate_fn` for a DataLoader over (index, task, env) items."""
+        return cls([int(i) for i, _, _ in items], [t for _, t, _ in items], [e for _, _, e in items])
+
+    def pairs(self) -> list[tuple[Task, Environment]]:
+        return list(zip(self.tasks, self.envs))
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def rollout_groups(indices: Sequence[int], rollouts: RolloutBatch) -> list[RolloutGroup]:
+    """One `RolloutGroup` per scheduled task, with per-rollout turn counts as `lengths`."""
+    g = rollouts.group_size
+    groups = []
+    for b, idx in enumerate(indices):
+        eps = rollouts.episodes[b * g : (b + 1) * g]
+        groups.append(RolloutGroup(int(idx), tuple(e.reward for e in eps), tuple(float(e.turns) for e in eps)))
+    return groups
+
+
+def combine_micro_batches(parts: list[GRPOLossOutput], shares: Tensor) -> GRPOLossOutput:
+    """Losses add up (micro-batches share the mini-batch normaliser); diagnostics are share-weighted means."""
+    fields = []
+    for name in GRPOLossOutput._fields:
+        values = torch.stack([getattr(p, name).detach().float().cpu() for p in parts])  # [M]
+        fields.append(values.sum() if name in ("loss", "pg_loss") else (values * shares).sum())
+    return GRPOLossOutput(*fields)
+
+
+def _has_oracle(task: Task, env: Environment) -> bool:
+    try:
+        return bool(default_oracle(task, env))
+    except ValueError:  # a task without a scripted ground truth
+        return False
+
+
+class GRPOModule(LightningModule):
+    """GRPO trainer for a (LoRA-wrapped) causal LM; see the module docstring for the DataModule contract."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        engine: Callable[..., RolloutEngine] | None = None,
+        optimizer: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer] | None = None,
+        sampling: SamplingConfig | Mapping[str, Any] | None = None,
+        grpo: GRPOConfig | Mapping[str, Any] | None = None,
+        warm_start: WarmStartConfig | Mapping[str, Any] | None = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.automatic_optimization = False
+        self.model, self.tokenizer = policy
+        self.sampling = SamplingConfig.coerce(sampling)
+        self.grpo = coerce(GRPOConfig, grpo)
+        self.warm = coerce(WarmStartConfig, warm_start)
+        if self.grpo.kl_coef > 0 and not hasattr(self.model, "disable_adapter"):
+            raise ValueError("kl_coef > 0 needs a LoRA model: its reference policy is the base with adapters off")
+        self.engine: RolloutEngine = (engine or HFEngine)(self.model, self.tokenizer)
+        self.optimizer_factory = optimizer or partial(torch.optim.AdamW, lr=1e-5)
+        config = getattr(self.model, "config", None)
+        positions = getattr(config, "max_position_embeddings", None) or self.grpo.max_seq_len
+        self.loop_kwargs = dict(
+            max_seq_len=min(self.grpo.max_seq_len, positions),  # never sample past the model's positions
+            chat_template_kwargs=dict(chat_template_kwargs or {}),
+        )
+        self._lora = hasattr(self.model, "peft_config")
+        self.strict_loading = not self._lora  # LoRA checkpoints hold the adapter, not the frozen base
+        self.last_groups: list[RolloutGroup] = []
+        self.warm_started = False
+        self._eval_rewards: dict[str, list[float]] = defaultdict(list)
+
+    # ------------------------------------------------------------------ training
+    def training_step(self, batch: TaskBatch, batch_idx: int = 0) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        rollouts = self._rollouts(batch, self.grpo.group_size, self.sampling)  # [B * G] episodes
+        gen_s = time.perf_counter() - t0
+        adv = group_advantages(rollouts.rewards(), self.grpo.scale_rewards)  # [B, G] advantages, [B] zero_var
+        self.last_groups = rollout_groups(batch.indices, rollouts)
+        self._report(self.last_groups)  # the scheduler hears about this step exactly once, before any update
+        keep = (~adv.zero_var).nonzero().flatten().tolist()  # informative groups; the rest carry no gradient
+        t1 = time.perf_counter()
+        stats = self._optimise(rollouts.select(keep), adv.advantages[keep].flatten()) if keep else {}
+        train_s = time.perf_counter() - t1
+        if stats:
+            self.engine.sync_weights(self.model)  # the next rollouts sample from the updated policy
+        self._log_step(rollouts, adv.zero_var, stats, gen_s, train_s)
+        return {"groups": self.last_groups}
+
+    def _rollouts(self, batch: TaskBatch, group_size: int, sampling: SamplingConfig) -> RolloutBatch:
+        return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling, **self.loop_kwargs)
+
+    def _optimise(self, episodes: list[EpisodeRecord], advantages: Tensor) -> dict[str, float]:
+        """`ppo_epochs` passes over random mini-batches, one optimiser step each; returns mean diagnostics."""
+        cfg = self.grpo
+        seqs = self._to_device(pack_sequences(episodes, self.tokenizer.pad_token_id))
+        advantages = advantages.to(self.device)  # [N]
+        with torch.no_grad():
+            old_logprobs = self._logprobs(seqs)  # [N, L-1] the sampling policy (= current weights)
+            ref_logprobs = self._ref_logprobs(seqs) if cfg.kl_coef > 0 else None  # [N, L-1]
+        opt = self.optimizers()
+        n = len(episodes)
+        records: list[tuple[GRPOLossOutput, Tensor]] = []
+        for _ in range(cfg.ppo_epochs):
+            for mb in torch.randperm(n).split(math.ceil(n / cfg.num_mini_batches)):
+                opt.zero_grad()
+                out = self._accumulate(seqs, mb, old_logprobs, ref_logprobs, advantages)
+                grad_norm = torch.nn.utils.clip_grad_norm_(self._trainable(), cfg.max_grad_norm)
+                opt.step()
+                records.append((out, grad_norm))
+        tokens = float(seqs.attention_mask.sum()) * cfg.ppo_epochs
+        fields = GRPOLossOutput._fields
+        means = {f"train/{k}": torch.stack([getattr(out, k) for out, _ in records]).mean().item() for k in fields}
+        grad_norm = torch.stack([g.detach().float().cpu() for _, g in records]).mean().item()
+        return means | {"train/grad_norm": grad_norm, "train/tokens": tokens}
+
+    def _accumulate(
+        self, seqs: Sequences, mb: Tensor, old_lp: Tensor, ref_lp: Tensor | None, adv: Tensor
+    ) -> GRPOLossOutput:
+        """Backward the loss of mini-batch `mb` in micro-batches whose losses sum to the mini-batch loss."""
+        cfg = self.grpo
+        counts = dict(num_seqs=len(mb), num_tokens=float(seqs.loss_mask[mb].sum()))
+        parts = []
+        for micro in mb.split(cfg.micro_batch_size):
+            width = int(seqs.attention_mask[micro].sum(1).max())  # trim padding shared by the micro-batch
+            sub = Sequences(
+                seqs.tokens[micro, :width], seqs.attention_mask[micro, :width], seqs.loss_mask[micro, : width - 1]
+            )  # [m, W], [m, W], [m, W-1]
+            out = grpo_loss(
+                self._logprobs(sub), old_lp[micro, : width - 1], adv[micro], sub.loss_mask,
+                None if ref_lp is None else ref_lp[micro, : width - 1],
+                clip_eps_low=cfg.clip_eps_low, clip_eps_high=cfg.clip_eps_high, kl_coef=cfg.kl_coef,
+                loss_agg=cfg.loss_agg, max_tokens=cfg.max_tokens, **counts,
+            )  # fmt: skip
+            self.manual_backward(out.loss)
+            parts.append(out)
+        shares = torch.tensor([len(m) for m in mb.split(cfg.micro_batch_size)], dtype=torch.float32) / len(mb)  # [M]
+        return combine_micro_batches(parts, shares)
+
+    def _logprobs(self, seqs: Sequences) -> Tensor:
+        """Next-token log-probs [N, L-1] under the current policy, in micro-batches when no grad is needed."""
+        if torch.is_grad_enabled():
+            out = self.model(input_ids=seqs.tokens, attention_mask=seqs.attention_mask, use_cache=False)
+            return token_logprobs(out.logits, seqs.tokens)  # [N, L-1]
+        was_training = self.model.training
+        self.model.eval()  # reference numbers for the ratio: no dropout noise
+        chunks = []
+        for rows in torch.arange(seqs.tokens.shape[0]).split(self.grpo.micro_batch_size):
+            out = self.model(input_ids=seqs.tokens[rows], attention_mask=seqs.attention_mask[rows], use_cache=False)
+            chunks.append(token_logprobs(out.logits, seqs.tokens[rows]))  # [n, L-1]
+        self.model.train(was_training)
+        return torch.cat(chunks)  # [N, L-1]
+
+    def _ref_logprobs(self, seqs: Sequences) -> Tensor:
+        """The reference policy is the base model: the same weights with the LoRA adapters switched off."""
+        with self.model.disable_adapter():
+            return self._logprobs(seqs)  # [N, L-1]
+
+    def _trainable(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def _to_device(self, seqs: Sequences) -> Sequences:
+        return Sequences(*(t.to(self.device) for t in seqs))
+
+    def _report(self, groups: list[RolloutGroup]) -> None:
+        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
+        report = getattr(datamodule, "report", None)
+        if callable(report):
+            report(groups)
+
+    def _log_step(
+        self, rollouts: RolloutBatch, zero_var: Tensor, stats: dict[str, float], gen_s: float, train_s: float
+    ) -> None:
+        eps = rollouts.episodes
+        turns = sum(e.turns for e in eps)
+        gen_tokens = sum(e.gen_tokens for e in eps)
+        metrics = {
+            "rollout/reward_mean": sum(e.reward for e in eps) / len(eps),
+            "rollout/zero_var_frac": zero_var.float().mean().item(),
+            "rollout/num_rollouts": float(len(eps)),
+            "rollout/tokens": float(gen_tokens),
+            "rollout/turns": turns / len(eps),
+            "rollout/tool_calls": sum(e.tool_calls for e in eps) / len(eps),
+            "rollout/parse_error_rate": sum(e.parse_errors for e in eps) / max(turns, 1),
+            "rollout/truncated_frac": sum(e.truncated for e in eps) / len(eps),
+            "rollout/gen_tokens_per_s": gen_tokens / max(gen_s, 1e-9),
+            "train/skipped": float(not stats),
+        }
+        by_env: dict[str, list[float]] = defaultdict(list)
+        for e in eps:
+            by_env[e.env].append(e.reward)
+        metrics |= {f"rollout/reward_mean/{env}": sum(r) / len(r) for env, r in by_env.items()}
+        if stats:
+            metrics |= {k: v for k, v in stats.items() if k != "train/tokens"}
+            metrics["train/train_tokens_per_s"] = stats["train/tokens"] / max(train_s, 1e-9)
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=rollouts.num_groups)
+
+    # ------------------------------------------------------------------ warm start
+    def on_fit_start(self) -> None:
+        if self.warm.steps > 0 and not self.warm_started:
+            source = getattr(self.trainer.datamodule, "warm_start_items", None)
+            if not callable(source):
+                raise ValueError("warm_start.steps > 0 needs a DataModule with warm_start_items() -> [(task, env)]")
+            losses = self.warm_start(source())
+            if self.logger is not None:
+                self.logger.log_metrics({"warm_start/loss_first": losses[0], "warm_start/loss_last": losses[-1]}, 0)
+
+    def warm_start(self, items: Sequence[tuple[Task, Environment]]) -> list[float]:
+        """`warm.steps` AdamW steps of SFT on the successful oracle episodes of `items` (see `default_oracle`)."""
+        items = [(t, e) for t, e in items if _has_oracle(t, e)]
+        episodes = [ep for ep in oracle_rollouts(self.tokenizer, items, **self.loop_kwargs).episodes if ep.reward > 0]
+        if not episodes:
+            raise ValueError("warm start found no successful oracle episode")
+        opt = torch.optim.AdamW(self._trainable(), lr=self.warm.lr)
+        gen = torch.Generator().manual_seed(self.warm.seed)
+        losses = []
+        self.model.train()
+        for _ in range(self.warm.steps):
+            pick = torch.randint(len(episodes), (self.warm.batch_size,), generator=gen).tolist()
+            seqs = self._to_device(pack_sequences([episodes[i] for i in pick], self.tokenizer.pad_token_id))
+            loss = sft_loss(self._logprobs(seqs), seqs.loss_mask)  # []
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self._trainable(), self.grpo.max_grad_norm)
+            opt.step()
+            losses.append(loss.item())
+        self.warm_started = True
+        return losses
+
+    # ------------------------------------------------------------------ evaluation
+    def validation_step(self, batch: TaskBatch, batch_idx: int = 0) -> None:
+        """Greedy, one rollout per held-out task."""
+        rollouts = self._rollouts(batch, 1, self.sampling.greedy())
+        for e in rollouts.episodes:
+            self._eval_rewards[e.env].append(e.reward)
+
+    def on_validation_epoch_start(self) -> None:
+        self._eval_rewards = defaultdict(list)
+
+    def on_validation_epoch_end(self) -> None:
+        if not self._eval_rewards:
+            return
+        everything = [r for rs in self._eval_rewards.values() for r in rs]
+        scores = {f"eval/score/{env}": sum(rs) / len(rs) for env, rs in self._eval_rewards.items()}
+        self.log_dict(scores | {"eval/score": sum(everything) / len(everything)}, on_epoch=True)
+
+    # ------------------------------------------------------------------ plumbing
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return self.optimizer_factory(self._trainable())
+
+    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
+        """Task batches hold Python objects, not tensors: leave them where they are (no deep copy)."""
+        if isinstance(batch, TaskBatch):
+            return batch
+        return super().transfer_batch_to_device(batch, device, dataloader_idx)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """LoRA runs checkpoint the adapter only: the frozen base (16 GB for Qwen3-8B) is on disk already."""
+        checkpoint["warm_started"] = self.warm_started
+        if self._lora:
+            frozen = {f"model.{n}" for n, p in self.model.named_parameters() if not p.requires_grad}
+            checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k not in frozen}
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.warm_started = checkpoint.get("warm_started", False)

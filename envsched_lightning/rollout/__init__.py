@@ -1,0 +1,28 @@
+"""Rollout engines behind one protocol (`generate`, `sync_weights`) and the multi-turn agent loop.
+
+`VLLMEngine` imports vLLM only when first used, so this package imports on CPU machines.
+"""
+
+from .agent_loop import ChatRenderer, default_oracle, oracle_rollouts, rollout_episodes, run_agent_loop, tool_message
+from .engine import Completion, RolloutEngine, SamplingConfig
+from .hf import HFEngine
+from .types import EpisodeRecord, RolloutBatch, Sequences, pack_sequences
+from .vllm_engine import VLLMEngine
+
+__all__ = [
+    "ChatRenderer",
+    "Completion",
+    "default_oracle",
+    "EpisodeRecord",
+    "HFEngine",
+    "RolloutBatch",
+    "RolloutEngine",
+    "SamplingConfig",
+    "Sequences",
+    "VLLMEngine",
+    "oracle_rollouts",
+    "pack_sequences",
+    "rollout_episodes",
+    "run_agent_loop",
+    "tool_message",
+]

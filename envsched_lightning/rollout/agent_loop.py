@@ -1,0 +1,217 @@
+"""Multi-turn tool-use rollouts: G independent episodes per scheduled task, generated in lock-step.
+
+Each episode is built token by token. The prompt is the chat template applied to the task's
+messages and tool schemas; each model turn is appended exactly as sampled (loss mask 1); tool
+results are rendered by the same chat template and appended as tokens (loss mask 0). Rendering
+the tool turn as the template's difference between "conversation so far" and "conversation plus
+tool messages" keeps the tokens identical to what the template would produce for the whole
+conversation, for the offline template and Qwen3's own alike, without re-tokenising past turns.
+
+Every episode gets its own `env.reset(task)`, so rollouts of one group never share state. All
+still-running episodes of the batch (G * B of them) are generated together, one turn at a time.
+
+Each model turn goes through `Episode.turn(text)` (parse, execute valid calls, error results for
+malformed blocks, which the model sees so it can recover). An episode ends when a turn has no
+tool call and no malformed block (its prose is the final answer), after `task.max_turns` model
+turns (the last turn's calls still run, so state-based verifiers see them), or when the next
+turn would not fit in `max_seq_len`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from transformers import PreTrainedTokenizerBase
+
+from envsched_lightning.envs.base import Environment, Episode, Task, ToolResult
+
+from .engine import Completion, RolloutEngine, SamplingConfig
+from .hf import stop_token_ids
+from .types import EpisodeRecord, RolloutBatch
+
+GenerateFn = Callable[[list[int], list[list[int]]], list[Completion]]
+"""(episode ids, prompts) -> one completion per prompt; ids let scripted policies replay per episode."""
+
+
+def tool_message(result: ToolResult) -> dict[str, str]:
+    """A `tool` chat message; a rejected call shows the model its error so it can recover."""
+    content = result.content if result.error is None else (result.content or f"Error: {result.error}")
+    return {"role": "tool", "name": result.name, "content": content}
+
+
+@dataclass
+class _Running:
+    """Mutable state of one episode while it runs."""
+
+    group: int
+    task: Task
+    env: Environment
+    episode: Episode
+    messages: list[dict[str, Any]]
+    token_ids: list[int]
+    prompt_len: int
+    loss_mask: list[int] = field(default_factory=list)
+    turns: int = 0
+    tool_calls: int = 0
+    parse_errors: int = 0
+    truncated: bool = False
+    done: bool = False
+    final_answer: str = ""
+
+
+class ChatRenderer:
+    """Turns messages into token ids with the tokenizer's chat template."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, chat_template_kwargs: Mapping[str, Any] | None = None):
+        self.tokenizer = tokenizer
+        self.kwargs = dict(chat_template_kwargs or {})
+        self.eos_text = tokenizer.decode([tokenizer.eos_token_id], skip_special_tokens=False)
+
+    def render(self, messages: Sequence[Mapping[str, Any]], tools: list[dict] | None, gen_prompt: bool) -> str:
+        return self.tokenizer.apply_chat_template(
+            list(messages), tools=tools or None, tokenize=False, add_generation_prompt=gen_prompt, **self.kwargs
+        )
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def prompt(self, task: Task, env: Environment) -> list[int]:
+        return self.encode(self.render([dict(m) for m in task.messages], env.tools_for(task), gen_prompt=True))
+
+    def tool_turn(self, tool_msgs: list[dict[str, str]], ended_with_eos: bool) -> list[int]:
+        """Tokens that follow a model turn ending in EOS: the template's closing text, tool turn, next prompt."""
+        head = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "x"}]
+        before = self.render(head, None, gen_prompt=False)
+        after = self.render(head + tool_msgs, None, gen_prompt=True)
+        if not after.startswith(before) or self.eos_text not in before:
+            raise ValueError("chat template does not render tool turns as an append-only suffix")
+        closing = before[before.rindex(self.eos_text) + len(self.eos_text) :]  # e.g. "\n" after <|im_end|>
+        return self.encode(("" if ended_with_eos else self.eos_text) + closing + after[len(before) :])
+
+
+def _start(groups: Sequence[tuple[Task, Environment]], group_size: int, renderer: ChatRenderer) -> list[_Running]:
+    running = []
+    for b, (task, env) in enumerate(groups):
+        prompt = renderer.prompt(task, env)
+        for _ in range(group_size):
+            running.append(
+                _Running(b, task, env, env.reset(task), [dict(m) for m in task.messages], list(prompt), len(prompt),
+                         loss_mask=[0] * len(prompt))
+            )
+    return running
+
+
+def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, stops: set[int], budget: int) -> None:
+    """Append one model turn, run its tool calls, and append their results (or finish the episode)."""
+    ep.token_ids += completion.token_ids
+    ep.loss_mask += [1] * len(completion.token_ids)
+    ep.turns += 1
+    parsed, results = ep.episode.turn(completion.text)
+    ep.parse_errors += len(parsed.errors)
+    ep.messages.append({"role": "assistant", "content": completion.text})
+    ep.final_answer = parsed.content
+    if not parsed.calls and not parsed.errors:
+        ep.done = True
+        return
+    ep.tool_calls += len(parsed.calls)
+    if ep.turns >= ep.task.max_turns:
+        ep.done = ep.truncated = True
+        return
+    tool_msgs = [tool_message(r) for r in results]
+    ep.messages += tool_msgs
+    ended = bool(completion.token_ids) and completion.token_ids[-1] in stops
+    delta = renderer.tool_turn(tool_msgs, ended)
+    ep.token_ids += delta
+    ep.loss_mask += [0] * len(delta)
+    if len(ep.token_ids) > budget:
+        ep.done = ep.truncated = True
+
+
+def rollout_episodes(
+    generate: GenerateFn,
+    tokenizer: PreTrainedTokenizerBase,
+    groups: Sequence[tuple[Task, Environment]],
+    group_size: int,
+    *,
+    max_new_tokens: int,
+    max_seq_len: int = 4096,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+) -> RolloutBatch:
+    """Run `group_size` episodes for each (task, env) with any turn generator; see `run_agent_loop`."""
+    renderer = ChatRenderer(tokenizer, chat_template_kwargs)
+    stops = stop_token_ids(tokenizer)
+    running = _start(groups, group_size, renderer)
+    budget = max_seq_len - max_new_tokens  # a sequence longer than this could not take another turn
+    for ep in running:
+        if len(ep.token_ids) > budget:
+            raise ValueError(f"prompt of {ep.task.spec.key} ({len(ep.token_ids)} tokens) leaves no room to generate")
+    while active := [i for i, ep in enumerate(running) if not ep.done]:
+        completions = generate(active, [running[i].token_ids for i in active])
+        for i, completion in zip(active, completions, strict=True):
+            _advance(running[i], completion, renderer, stops, budget)
+    return RolloutBatch([_finish(ep) for ep in running], group_size)
+
+
+def _finish(ep: _Running) -> EpisodeRecord:
+    verdict = ep.episode.verify(ep.final_answer)
+    return EpisodeRecord(
+        group=ep.group, env=ep.env.name, task_key=ep.task.spec.key, token_ids=ep.token_ids,
+        loss_mask=ep.loss_mask, prompt_len=ep.prompt_len, reward=float(verdict.reward), reason=verdict.reason,
+        turns=ep.turns, tool_calls=ep.tool_calls, parse_errors=ep.parse_errors, gen_tokens=sum(ep.loss_mask),
+        truncated=ep.truncated, final_answer=ep.final_answer, messages=tuple(ep.messages),
+    )  # fmt: skip
+
+
+def run_agent_loop(
+    engine: RolloutEngine,
+    tokenizer: PreTrainedTokenizerBase,
+    groups: Sequence[tuple[Task, Environment]],
+    group_size: int,
+    sampling: SamplingConfig,
+    **kwargs: Any,
+) -> RolloutBatch:
+    """G sampled rollouts of each (task, env) with `engine`; batched across all running episodes per turn."""
+    return rollout_episodes(
+        lambda _ids, prompts: engine.generate(prompts, sampling),
+        tokenizer, groups, group_size, max_new_tokens=sampling.max_new_tokens, **kwargs,
+    )  # fmt: skip
+
+
+def default_oracle(task: Task, env: Environment) -> list[str]:
+    """``env.oracle_turns(task)`` when the environment scripts its own, else the shared ground-truth script."""
+    own = getattr(env, "oracle_turns", None)
+    if callable(own):
+        return list(own(task))
+    from envsched_lightning.envs.oracle import oracle_turns
+
+    return oracle_turns(task)
+
+
+def oracle_rollouts(
+    tokenizer: PreTrainedTokenizerBase,
+    groups: Sequence[tuple[Task, Environment]],
+    oracle: Callable[[Task, Environment], Sequence[str]] | None = None,
+    **kwargs: Any,
+) -> RolloutBatch:
+    """One scripted episode per (task, env) replaying the oracle's assistant turns: SFT data with GRPO's masks.
+
+    `oracle` defaults to `default_oracle`. Each turn is tokenised and closed with EOS.
+    """
+    oracle = oracle or default_oracle
+    scripts = [list(oracle(task, env)) for task, env in groups]
+    eos = tokenizer.eos_token_id
+    turn_of = [0] * len(groups)
+
+    def replay(ids: list[int], _prompts: list[list[int]]) -> list[Completion]:
+        out = []
+        for i in ids:
+            script = scripts[i]
+            text = script[turn_of[i]] if turn_of[i] < len(script) else ""
+            turn_of[i] += 1
+            out.append(Completion(tokenizer.encode(text, add_special_tokens=False) + [eos], text))
+        return out
+
+    longest = max((len(tokenizer.encode(t, add_special_tokens=False)) for s in scripts for t in s), default=1)
+    return rollout_episodes(replay, tokenizer, groups, 1, max_new_tokens=longest + 1, **kwargs)

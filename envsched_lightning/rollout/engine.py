@@ -1,0 +1,49 @@
+"""The one interface every rollout engine implements: generate from token ids, and pick up new weights.
+
+Prompts go in as token ids, not text, because the agent loop builds each episode token by token
+(model turns exactly as sampled, tool results appended as tokens): re-tokenising text between
+turns could change the tokens the policy is trained on. Engines return token ids and text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Sampling parameters for one model turn; ``temperature=0`` means greedy."""
+
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0 = no top-k filter
+    seed: int | None = None
+
+    @classmethod
+    def coerce(cls, value: SamplingConfig | Mapping[str, Any] | None) -> SamplingConfig:
+        if value is None:
+            return cls()
+        return value if isinstance(value, SamplingConfig) else cls(**dict(value))
+
+    def greedy(self) -> SamplingConfig:
+        return replace(self, temperature=0.0, top_p=1.0, top_k=0)
+
+
+class Completion(NamedTuple):
+    token_ids: list[int]  # [L] generated ids, ending with EOS unless cut by max_new_tokens
+    text: str  # decoded `token_ids` without the final EOS, special tokens kept (tool-call tags)
+    logprobs: list[float] | None = None  # [L] sampling log-probabilities when the engine reports them
+
+
+@runtime_checkable
+class RolloutEngine(Protocol):
+    """Generates one assistant turn per prompt; `sync_weights` makes later turns use the current policy."""
+
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[Completion]: ...
+
+    def sync_weights(self, module: torch.nn.Module) -> None: ...

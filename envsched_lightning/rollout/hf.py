@@ -1,0 +1,107 @@
+"""Rollouts with transformers' `generate` on the training model itself (CPU default, works on GPU).
+
+Sharing the model means `sync_weights` has nothing to do and sampling always uses the current
+weights. Prompts are left-padded so every row's new tokens start at the same column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from .engine import Completion, SamplingConfig
+
+
+def stop_token_ids(tokenizer: PreTrainedTokenizerBase, model: torch.nn.Module | None = None) -> set[int]:
+    """Ids that end an assistant turn: the tokenizer's EOS plus the model's generation EOS ids."""
+    ids = {tokenizer.eos_token_id}
+    gen = getattr(model, "generation_config", None)
+    extra = getattr(gen, "eos_token_id", None)
+    ids.update(extra if isinstance(extra, list) else [extra])
+    return {int(i) for i in ids if i is not None}
+
+
+def make_completion(tokenizer: PreTrainedTokenizerBase, ids: list[int], stops: set[int], logprobs=None) -> Completion:
+    """Cut `ids` after the first stop token (kept: the model must learn to stop) and decode the rest."""
+    for pos, tok in enumerate(ids):
+        if tok in stops:
+            ids = ids[: pos + 1]
+            break
+    body = ids[:-1] if ids and ids[-1] in stops else ids
+    lp = None if logprobs is None else list(logprobs[: len(ids)])
+    return Completion(ids, tokenizer.decode(body, skip_special_tokens=False), lp)
+
+
+class HFEngine:
+    """`RolloutEngine` over `model.generate`; `micro_batch` bounds memory for large G * B.
+
+    `return_logprobs` keeps each step's processed logits to report sampling log-probabilities
+    (after temperature / top-k / top-p); it costs [n, L, V] memory, so it is off by default: the
+    trainer recomputes log-probabilities with the training forward pass anyway.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: PreTrainedTokenizerBase,
+        micro_batch: int = 64,
+        return_logprobs: bool = False,
+    ) -> None:
+        if tokenizer.pad_token_id is None:
+            raise ValueError("HFEngine needs a tokenizer with a pad token")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.micro_batch = micro_batch
+        self.return_logprobs = return_logprobs
+
+    def sync_weights(self, module: torch.nn.Module) -> None:
+        """Nothing to copy: generation runs on the training model."""
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[Completion]:
+        was_training = self.model.training
+        self.model.eval()  # no dropout while sampling
+        try:
+            out: list[Completion] = []
+            for start in range(0, len(prompts), self.micro_batch):
+                out += self._generate(prompts[start : start + self.micro_batch], sampling)
+            return out
+        finally:
+            self.model.train(was_training)
+
+    def _generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[Completion]:
+        device = next(self.model.parameters()).device
+        width = max(len(p) for p in prompts)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)  # [n, P]
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)  # [n, P]
+        for row, p in enumerate(prompts):
+            input_ids[row, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+            attention[row, width - len(p) :] = 1
+        greedy = sampling.temperature <= 0.0
+        stops = stop_token_ids(self.tokenizer, self.model)
+        kwargs = dict(do_sample=False) if greedy else dict(
+            do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k
+        )
+        if sampling.seed is not None:
+            torch.manual_seed(sampling.seed)
+        gen = self.model.generate(
+            input_ids=input_ids.to(device),
+            attention_mask=attention.to(device),
+            max_new_tokens=sampling.max_new_tokens,
+            eos_token_id=sorted(stops),
+            pad_token_id=pad,
+            output_scores=self.return_logprobs,
+            return_dict_in_generate=True,
+            use_cache=True,
+            **kwargs,
+        )
+        new = gen.sequences[:, width:].cpu()  # [n, L]
+        logprobs: list[list[float] | None] = [None] * len(prompts)
+        if self.return_logprobs:
+            scores = torch.stack(gen.scores, dim=1).float().cpu()  # [n, L, V] processed logits of each step
+            picked = scores.log_softmax(-1).gather(-1, new[..., None]).squeeze(-1)  # [n, L]
+            logprobs = picked.tolist()
+        return [make_completion(self.tokenizer, new[r].tolist(), stops, logprobs[r]) for r in range(len(prompts))]

@@ -1,0 +1,28 @@
+"""Under DDP the scheduler runs on rank 0, every rank trains on a shard of the same batch, and the
+scheduler hears every rank's groups once per step (2 CPU processes, gloo)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE = Path(__file__).with_name("ddp_probe.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_both_ranks_train_on_rank_zeros_schedule(tmp_path):
+    env = os.environ | {"PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    run = subprocess.run([sys.executable, str(PROBE), str(tmp_path)], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=240)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert len(r0["seen"]) == len(r1["seen"]) == 4
+    for a, b in zip(r0["seen"], r1["seen"]):
+        assert a["step"] == b["step"] and a["decision"] == b["decision"]  # one schedule, broadcast
+        assert sorted(a["shard"] + b["shard"]) == sorted(a["decision"]) and not set(a["shard"]) & set(b["shard"])
+    assert [s["decision"] for s in r0["seen"]] != [r0["seen"][0]["decision"]] * 4  # it does move on
+    assert r0["updates"] == 4  # rank 0's scheduler: one update per step with both ranks' groups
+    assert r0["weight"] == r1["weight"]  # gradients were synchronised

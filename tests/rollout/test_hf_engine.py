@@ -1,0 +1,57 @@
+"""The transformers engine on the real tiny Qwen3: left padding, stop tokens, reported log-probs."""
+
+from __future__ import annotations
+
+import torch
+
+from envsched_lightning.grpo import token_logprobs
+from envsched_lightning.rollout import HFEngine, RolloutEngine, SamplingConfig
+
+
+def prompts(tok):
+    return [
+        tok.encode("<|im_start|>user\nMake the counter 2.<|im_end|>\n<|im_start|>assistant\n",
+                   add_special_tokens=False),  # fmt: skip
+        tok.encode("<|im_start|>assistant\n", add_special_tokens=False),
+    ]
+
+
+def test_generates_token_ids_and_text(tiny_policy):
+    model, tok = tiny_policy
+    engine = HFEngine(model, tok)
+    assert isinstance(engine, RolloutEngine)
+    out = engine.generate(prompts(tok), SamplingConfig(max_new_tokens=10, seed=0))
+    assert len(out) == 2
+    for c in out:
+        assert 1 <= len(c.token_ids) <= 10
+        body = c.token_ids[:-1] if c.token_ids[-1] == tok.eos_token_id else c.token_ids
+        assert c.text == tok.decode(body, skip_special_tokens=False)
+        assert tok.eos_token_id not in body and tok.pad_token_id not in c.token_ids
+
+
+def test_left_padding_does_not_change_greedy_output(tiny_policy):
+    model, tok = tiny_policy
+    engine = HFEngine(model, tok)
+    greedy = SamplingConfig(max_new_tokens=8).greedy()
+    batched = engine.generate(prompts(tok), greedy)
+    alone = [engine.generate([p], greedy)[0] for p in prompts(tok)]
+    assert [c.token_ids for c in batched] == [c.token_ids for c in alone]
+
+
+def test_reported_logprobs_match_the_training_forward(tiny_policy):
+    """Sampling and training must see the same policy, or the first PPO ratio is not 1."""
+    model, tok = tiny_policy
+    engine = HFEngine(model, tok, return_logprobs=True)
+    prompt = prompts(tok)[0]
+    (c,) = engine.generate([prompt], SamplingConfig(max_new_tokens=6, seed=1))
+    seq = torch.tensor([prompt + c.token_ids])  # [1, L]
+    with torch.no_grad():
+        lp = token_logprobs(model(input_ids=seq).logits, seq)[0, len(prompt) - 1 :]  # [len(c.token_ids)]
+    torch.testing.assert_close(torch.tensor(c.logprobs), lp, atol=1e-4, rtol=1e-4)
+
+
+def test_generation_leaves_the_training_mode_alone(tiny_policy):
+    model, tok = tiny_policy
+    model.train()
+    HFEngine(model, tok).generate(prompts(tok)[:1], SamplingConfig(max_new_tokens=2))
+    assert model.training

@@ -1,0 +1,107 @@
+"""`train(cfg)` end to end: real Trainer, tiny Qwen3, the DataModule and every scheduling callback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # train.py is a script at the repository root, not a package module
+from train import train  # noqa: E402
+
+CONF = REPO / "conf"
+
+# a few seconds per step on 2 cores: 3 tasks x 2 rollouts of 8 tokens, 3 small worlds
+TINY = [
+    "env.banking.num_tasks=6", "env.calendar.num_tasks=6", "env.messaging.num_tasks=6",
+    "data.batch_size=3", "data.steps_per_epoch=3", "data.eval_per_env=1", "trainer.max_epochs=1",
+    "model.sampling.max_new_tokens=8", "model.grpo.group_size=2", "model.warm_start.steps=2",
+    "callbacks.scheduling_logger.plot_every=2", "callbacks.env_quota.max_share=0.34",
+]  # fmt: skip
+
+
+def tiny_cfg(out: Path, *overrides: str) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("train", overrides=[*TINY, f"output_dir={out}", *overrides])
+
+
+def decisions(run_dir: Path) -> dict[int, list[dict]]:
+    lines = (Path(run_dir) / "sched_decisions.jsonl").read_text().splitlines()
+    return {rec["step"]: rec["rows"] for rec in map(json.loads, lines)}
+
+
+def test_tiny_run_holds_quotas_and_updates_once_per_step(tmp_path):
+    out = train(tiny_cfg(tmp_path, "model.grpo.ppo_epochs=2", "model.grpo.num_mini_batches=2"))
+    dm, trainer = out["objects"]["datamodule"], out["objects"]["trainer"]
+    steps = decisions(out["log_dir"])
+    assert sorted(steps) == [0, 1, 2]
+    for rows in steps.values():  # max_share 0.34 of 3 tasks: one task per environment
+        assert sorted(r["env"] for r in rows) == ["banking", "calendar", "messaging"]
+    quota = next(cb for cb in trainer.callbacks if type(cb).__name__ == "EnvQuotaCallback")
+    assert quota.checked == 3 and dm.scheduler.quota is quota.constraint
+    # one scheduler update per training step, although each step made up to 4 optimiser steps
+    assert dm.step == dm.scheduler.history.step == 3
+    assert trainer.global_step >= 3 or out["metrics"]["train/skipped"] == 1.0
+    assert Path(out["heatmap"]).is_file() and Path(out["checkpoint"]).is_file()
+    assert {"sched/env_count/banking", "rollout/reward_mean", "eval/score"} <= set(out["metrics"])
+
+
+def test_wandb_offline_run_holds_decisions_table_heatmap_and_config(tmp_path, monkeypatch):
+    """Also the `scheduler=random` path: the callbacks install their constraints on any scheduler."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    import wandb
+
+    out = train(tiny_cfg(tmp_path, "logger=wandb", "scheduler=random", "~callbacks.model_checkpoint"))
+    run_config = out["objects"]["trainer"].logger.experiment.config
+    assert run_config["data"]["batch_size"] == 3 and run_config["data"]["envs"]["banking"]["num_tasks"] == 6
+    wandb.finish()  # what the interpreter's exit does after `python train.py`: flush config and files
+    (run,) = (tmp_path / "wandb").glob("offline-run-*")
+    media = run / "files" / "media"
+    assert list((media / "table" / "sched").glob("decisions_*.table.json"))
+    assert list((media / "images" / "sched").glob("heatmap_*.png"))
+    assert Path(out["heatmap"]).is_file()  # the PNG also lies in the run directory
+    (log,) = run.glob("run-*.wandb")  # an offline run keeps its config in the run log until `wandb sync`
+    assert b"envsched_datamodule.EnvSchedDataModule" in log.read_bytes()
+
+
+def test_resumed_run_selects_what_the_uninterrupted_run_selected(tmp_path):
+    common = ("data.steps_per_epoch=2", "model.warm_start.steps=20")  # warm enough for non-zero rewards
+    full = train(tiny_cfg(tmp_path / "full", *common, "trainer.max_epochs=2"))
+    first = train(tiny_cfg(tmp_path / "part", *common, "trainer.max_epochs=1"))
+    resumed = train(tiny_cfg(tmp_path / "resumed", *common, "trainer.max_epochs=2", f"ckpt_path={first['checkpoint']}"))
+    want, got = decisions(full["log_dir"]), decisions(resumed["log_dir"])
+    assert sorted(got) == [2, 3]
+    for step in (2, 3):
+        assert [(r["env"], r["task_id"]) for r in got[step]] == [(r["env"], r["task_id"]) for r in want[step]]
+        assert [r["priority"] for r in got[step]] == [r["priority"] for r in want[step]]  # scheduler state, bit for bit
+        # the same rewards too: model, optimiser and RNG states came back with the scheduler
+        assert [r["reward_mean"] for r in got[step]] == [r["reward_mean"] for r in want[step]]
+
+
+@pytest.mark.parametrize(
+    ("override", "match"),
+    [
+        ("scheduler.name=nope", "scheduler: unknown scheduler 'nope'"),
+        ("callbacks.env_quota.min_share=0.5", "callbacks.env_quota: quota min_share values sum to 1.500 > 1"),
+        ("data.batch_size=99", "data.batch_size=99 exceeds the training task pool"),
+    ],
+)
+def test_bad_config_fails_before_the_model_is_built(tmp_path, override, match):
+    # a model that cannot be built: reaching it would raise a different error
+    with pytest.raises(Exception, match=match):
+        train(tiny_cfg(tmp_path, override, "model._target_=no.such.Module"))
+    assert not (tmp_path / "checkpoints").exists()
+
+
+def test_missing_benchmark_data_path_names_the_key(tmp_path):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=["env=[bfcl_simple]", "env.bfcl_simple.data_dir=null", f"output_dir={tmp_path}",
+                                          "model._target_=no.such.Module"])  # fmt: skip
+    with pytest.raises(Exception, match="data_dir") as err:
+        train(cfg)
+    assert "bfcl_simple" in str(err.value)
