@@ -6,29 +6,15 @@ it and then refuses to train on a batch that breaks a cap unless the quota recor
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from lightning.pytorch import LightningModule, Trainer
 from typing_extensions import override
 
-from envsched_lightning.scheduling import Decision, EnvQuota
+from envsched_lightning.scheduling import EnvQuota
 
 from .constraint import ConstraintCallback, datamodule_of
-
-
-def quota_violations(decision: Decision, quota: EnvQuota, available: Mapping[str, int]) -> list[str]:
-    """Environments whose count in `decision` is outside its bound slot range."""
-    size = len(decision.indices)
-    out = []
-    for e, name in enumerate(quota.env_names):
-        n = decision.env_counts.get(name, 0)
-        hi = max(math.floor(quota.max_shares[e] * size + 1e-9), min(1, available[name]))
-        lo = min(math.ceil(quota.min_shares[e] * size - 1e-9), available[name], hi)
-        if not lo <= n <= hi:
-            out.append(f"{name}: {n} tasks, allowed {lo}..{hi}")
-    return out
 
 
 class EnvQuotaCallback(ConstraintCallback):
@@ -55,8 +41,7 @@ class EnvQuotaCallback(ConstraintCallback):
         decision = dm.last_decision
         if dm.scheduler.quota is not self.constraint or not decision.rows:
             return  # another quota replaced this one, or the scheduler records no decisions
-        available = dict(zip(dm.scheduler.env_names, map(int, dm.scheduler.env_sizes)))
-        broken = quota_violations(decision, self.constraint, available)
+        broken = self.constraint.violations(decision.env_counts)
         if broken and not decision.relaxations:
             raise AssertionError(f"step {decision.step}: batch breaks the environment quota: {'; '.join(broken)}")
         self.checked += 1

@@ -13,6 +13,7 @@ Hand-off to the scheduler (the DataModule's side): after the rollouts, the step 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import defaultdict
@@ -24,6 +25,7 @@ from typing import Any
 import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor
+from torch.nn.parallel import DistributedDataParallel
 
 from envsched_lightning.envs.base import Environment, Task
 from envsched_lightning.grpo import (
@@ -143,9 +145,10 @@ class GRPOModule(LightningModule):
         self._report(self.last_groups)  # the scheduler hears about this step exactly once, before any update
         keep = (~adv.zero_var).nonzero().flatten().tolist()  # informative groups; the rest carry no gradient
         t1 = time.perf_counter()
-        stats = self._optimise(rollouts.select(keep), adv.advantages[keep].flatten()) if keep else {}
+        stepped = self._any_rank(bool(keep))  # under DDP a rank with nothing to learn still joins the step
+        stats = self._optimise(rollouts.select(keep), adv.advantages[keep].flatten()) if stepped else {}
         train_s = time.perf_counter() - t1
-        if stats:
+        if stepped:
             self.engine.sync_weights(self.model)  # the next rollouts sample from the updated policy
         self._log_step(rollouts, adv.zero_var, stats, gen_s, train_s)
         return {"groups": self.last_groups}
@@ -154,28 +157,68 @@ class GRPOModule(LightningModule):
         return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling, **self.loop_kwargs)
 
     def _optimise(self, episodes: list[EpisodeRecord], advantages: Tensor) -> dict[str, float]:
-        """`ppo_epochs` passes over random mini-batches, one optimiser step each; returns mean diagnostics."""
+        """`ppo_epochs` x `num_mini_batches` optimiser steps over random mini-batches; mean diagnostics.
+
+        The step count never depends on how many groups were kept, and gradients are averaged across
+        ranks once per optimiser step (backward passes run under `no_sync`), so DDP ranks with
+        different numbers of informative groups, or none, stay in lock-step."""
         cfg = self.grpo
-        seqs = self._to_device(pack_sequences(episodes, self.tokenizer.pad_token_id))
-        advantages = advantages.to(self.device)  # [N]
-        with torch.no_grad():
-            old_logprobs = self._logprobs(seqs)  # [N, L-1] the sampling policy (= current weights)
-            ref_logprobs = self._ref_logprobs(seqs) if cfg.kl_coef > 0 else None  # [N, L-1]
-        opt = self.optimizers()
         n = len(episodes)
+        if n:
+            seqs = self._to_device(pack_sequences(episodes, self.tokenizer.pad_token_id))
+            advantages = advantages.to(self.device)  # [N]
+            with torch.no_grad():
+                old_logprobs = self._logprobs(seqs)  # [N, L-1] the sampling policy (= current weights)
+                ref_logprobs = self._ref_logprobs(seqs) if cfg.kl_coef > 0 else None  # [N, L-1]
+        opt = self.optimizers()
         records: list[tuple[GRPOLossOutput, Tensor]] = []
         for _ in range(cfg.ppo_epochs):
-            for mb in torch.randperm(n).split(math.ceil(n / cfg.num_mini_batches)):
+            for mb in torch.randperm(n).tensor_split(cfg.num_mini_batches):
+                if not len(mb) and self._world_size() == 1:
+                    continue  # alone, an empty mini-batch is no step at all
                 opt.zero_grad()
-                out = self._accumulate(seqs, mb, old_logprobs, ref_logprobs, advantages)
+                with self._no_sync():
+                    out = self._accumulate(seqs, mb, old_logprobs, ref_logprobs, advantages) if len(mb) else None
+                self._average_gradients_across_ranks()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self._trainable(), cfg.max_grad_norm)
                 opt.step()
-                records.append((out, grad_norm))
+                if out is not None:
+                    records.append((out, grad_norm))
+        if not records:
+            return {}
         tokens = float(seqs.attention_mask.sum()) * cfg.ppo_epochs
         fields = GRPOLossOutput._fields
         means = {f"train/{k}": torch.stack([getattr(out, k) for out, _ in records]).mean().item() for k in fields}
         grad_norm = torch.stack([g.detach().float().cpu() for _, g in records]).mean().item()
         return means | {"train/grad_norm": grad_norm, "train/tokens": tokens}
+
+    def _any_rank(self, flag: bool) -> bool:
+        if self._world_size() == 1:
+            return flag
+        return bool(self.trainer.strategy.reduce_boolean_decision(flag, all=False))
+
+    def _world_size(self) -> int:
+        return self.trainer.world_size if self._trainer is not None else 1
+
+    def _no_sync(self) -> contextlib.AbstractContextManager:
+        """Skip DDP's per-backward all-reduce: the number of backward passes differs between ranks."""
+        wrapped = self.trainer.strategy.model if self._trainer is not None else None
+        return wrapped.no_sync() if isinstance(wrapped, DistributedDataParallel) else contextlib.nullcontext()
+
+    def _average_gradients_across_ranks(self) -> None:
+        """One all-reduce of the trainable gradients per optimiser step (a rank with no data sends zeros)."""
+        world = self._world_size()
+        if world == 1 or not torch.distributed.is_initialized():
+            return
+        params = [p for p in self._trainable()]
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        flat = torch.cat([p.grad.flatten() for p in params])  # [P]
+        torch.distributed.all_reduce(flat)
+        flat /= world
+        for p, g in zip(params, flat.split([p.numel() for p in params])):
+            p.grad.copy_(g.view_as(p))
 
     def _accumulate(
         self, seqs: Sequences, mb: Tensor, old_lp: Tensor, ref_lp: Tensor | None, adv: Tensor

@@ -53,6 +53,7 @@ class EnvQuota:
         self.env_names: tuple[str, ...] = ()
         self.since_seen = np.zeros(0, dtype=np.int64)
         self.relaxations: list[str] = []
+        self.last_limits: tuple[np.ndarray, np.ndarray] | None = None
 
     def bind(self, env_names: Sequence[str], env_sizes: np.ndarray) -> None:
         unknown = set(self.per_env) - set(env_names)
@@ -91,7 +92,20 @@ class EnvQuota:
             drop = cand[np.argmin(self.since_seen[cand])]
             lo[drop] -= 1
             self.relaxations.append(f"min slots exceed batch; {self.env_names[drop]} lost one")
+        self.last_limits = (lo.copy(), hi.copy())
         return lo, hi
+
+    def violations(self, env_counts: Mapping[str, int]) -> list[str]:
+        """Environments whose count in a batch lies outside the slot range of the last `limits` call."""
+        if self.last_limits is None:
+            return []
+        lo, hi = self.last_limits
+        out = []
+        for e, name in enumerate(self.env_names):
+            n = int(env_counts.get(name, 0))
+            if not lo[e] <= n <= hi[e]:
+                out.append(f"{name}: {n} tasks, allowed {lo[e]}..{hi[e]}")
+        return out
 
     def observe_batch(self, env_counts: np.ndarray) -> None:
         self.since_seen = np.where(env_counts > 0, 0, self.since_seen + 1)

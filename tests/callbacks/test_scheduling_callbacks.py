@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from callbacks.env_quota import EnvQuotaCallback, quota_violations
+from callbacks.env_quota import EnvQuotaCallback
 from callbacks.plots import save_heatmap
 from callbacks.scheduling_logger import SchedulingLoggerCallback, decision_rows, pearson
 from callbacks.similarity_penalty import SimilarityPenaltyCallback
@@ -52,12 +52,12 @@ def test_quota_violations_flags_only_what_breaks_the_caps():
     sched = build_scheduler("random", SPECS)
     cb = EnvQuotaCallback(max_share=0.34)
     cb.install(sched)
-    available = {"a": 4, "b": 4, "c": 4}
-    assert quota_violations(decision([0, 4, 8]), cb.constraint, available) == []
-    assert quota_violations(decision([0, 1, 8]), cb.constraint, available) == ["a: 2 tasks, allowed 0..1"]
+    sched.select(3)  # the quota's slot ranges for a batch of 3
+    assert cb.constraint.violations(decision([0, 4, 8]).env_counts) == []
+    assert cb.constraint.violations(decision([0, 1, 8]).env_counts) == ["a: 2 tasks, allowed 0..1"]
     for _ in range(20):  # and what the scheduler chooses under the installed quota holds it
         idx = sched.select(3)
-        assert quota_violations(sched.last_decision(), cb.constraint, available) == []
+        assert cb.constraint.violations(sched.last_decision().env_counts) == []
         sched.update([RolloutGroup(i, (0.0, 1.0)) for i in idx])
 
 

@@ -1,9 +1,10 @@
 """Two-process DDP run (gloo, CPU) of the DataModule, recording what each rank trained on.
 
-Run as a script (`python ddp_probe.py OUT_DIR`): Lightning's DDP launcher re-runs this file for
-rank 1. The module is a stand-in for `GRPOModule` that keeps its contract (TaskBatch in, one
-`report(groups)` per step) with deterministic fake rewards and a one-layer model, so the test
-checks the schedule plumbing in seconds; GRPO under DDP is the module's own concern.
+Run as a script (`python ddp_probe.py OUT_DIR [grpo]`): Lightning's DDP launcher re-runs this file
+for rank 1. By default the module is a stand-in for `GRPOModule` that keeps its contract
+(TaskBatch in, one `report(groups)` per step) with deterministic fake rewards and a one-layer
+model, so the schedule plumbing is checked in seconds; with `grpo` it is the real `GRPOModule` on
+the tiny Qwen3, whose ranks must stay in lock-step although their groups differ.
 """
 
 from __future__ import annotations
@@ -45,19 +46,31 @@ class StandInModule(L.LightningModule):
         return batch
 
 
-def main(out: Path) -> None:
+def real_module(envs: dict) -> L.LightningModule:
+    from envsched_lightning.models import tiny_qwen3_policy
+    from envsched_lightning.module import GRPOModule
+
+    return GRPOModule(tiny_qwen3_policy(envs=list(envs.values()), seed=0), sampling=dict(max_new_tokens=8),
+                      grpo=dict(group_size=4, num_mini_batches=2), warm_start=dict(steps=30, batch_size=8),
+                      optimizer=functools.partial(torch.optim.AdamW, lr=1e-3))  # fmt: skip
+
+
+def main(out: Path, grpo: bool) -> None:
     L.seed_everything(0)
     envs = {n: make_env(n, num_tasks=8, seed=0) for n in ("banking", "calendar")}
     dm = EnvSchedDataModule(envs, functools.partial(build_scheduler, "envsched"), batch_size=4,
                             steps_per_epoch=STEPS, eval_per_env=1)  # fmt: skip
-    module = StandInModule()
+    module = real_module(envs) if grpo else StandInModule()
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, limit_val_batches=0,
                         enable_model_summary=False)  # fmt: skip
     trainer.fit(module, datamodule=dm)
-    record = {"seen": module.seen, "updates": dm.scheduler.history.step, "weight": module.layer.weight.item()}
+    params = [p.detach().double() for p in module.parameters() if p.requires_grad]
+    record = {"seen": getattr(module, "seen", []), "updates": dm.scheduler.history.step,
+              "weight": sum(float(p.square().sum()) for p in params),
+              "zero_var": float(trainer.callback_metrics.get("rollout/zero_var_frac", -1))}  # fmt: skip
     (out / f"rank{trainer.global_rank}.json").write_text(json.dumps(record))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), grpo=sys.argv[2:] == ["grpo"])
