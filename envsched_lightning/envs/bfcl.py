@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -59,8 +59,12 @@ def resolve_data_dir(env_name: str, data_dir: str | os.PathLike[str] | None, sub
     return path
 
 
-def read_jsonl(path: str | os.PathLike[str], key: str = "id") -> list[dict[str, Any]]:
-    """One object per line (BFCL and ACEBench `.json` files are JSON Lines); errors name file and line."""
+def read_jsonl(
+    path: str | os.PathLike[str], key: str = "id", check: Callable[[dict[str, Any]], str | None] | None = None
+) -> list[dict[str, Any]]:
+    """One object per line (BFCL and ACEBench `.json` files are JSON Lines); errors name file and line.
+
+    `check(record)` may return a reason the record is unusable, reported with its line."""
     records = []
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
@@ -72,6 +76,9 @@ def read_jsonl(path: str | os.PathLike[str], key: str = "id") -> list[dict[str, 
                 raise ValueError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
             if not isinstance(record, dict) or key not in record:
                 raise ValueError(f"{path}:{lineno}: expected an object with a {key!r} field")
+            problem = check(record) if check is not None else None
+            if problem:
+                raise ValueError(f"{path}:{lineno}: {problem}")
             records.append(record)
     return records
 

@@ -24,7 +24,7 @@ from envsched_lightning.envs.backends.tau_airline import AirlineTools
 from envsched_lightning.envs.backends.tau_common import SharedDatabase, TauDomain
 from envsched_lightning.envs.backends.tau_retail import RetailTools
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl import pattern_features, resolve_data_dir
+from envsched_lightning.envs.bfcl import pattern_features, read_jsonl, resolve_data_dir
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 
@@ -38,23 +38,18 @@ SYSTEM = ("You are a customer service agent for a {domain} company. Use the tool
           "as the user asks, then reply to the user with the result.")  # fmt: skip
 
 
+def _task_problem(task: dict[str, Any]) -> str | None:
+    actions = task.get("actions")
+    ok = isinstance(task.get("instruction"), str) and isinstance(actions, list) and isinstance(task.get("task_id"), str)
+    ok = ok and all(isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("kwargs"), dict) for a in actions)
+    if not ok or not isinstance(task.get("outputs", []), list):
+        return "a task needs task_id, instruction, actions [{name, kwargs}] and outputs"
+    return None
+
+
 def load_task_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """tau-bench-shaped tasks, one JSON object a line; a malformed line names the file and line."""
-    tasks = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                task = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
-            ok = isinstance(task, dict) and isinstance(task.get("instruction"), str) and isinstance(task.get("actions"), list)
-            ok = ok and all(isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("kwargs"), dict) for a in task["actions"])
-            if not ok or not isinstance(task.get("outputs", []), list) or not isinstance(task.get("task_id"), str):
-                raise ValueError(f"{path}:{lineno}: a task needs task_id, instruction, actions [{{name, kwargs}}] and outputs")
-            tasks.append(task)
-    return tasks
+    return read_jsonl(path, key="task_id", check=_task_problem)
 
 
 def outputs_found(outputs: Sequence[str], answer: str) -> list[str]:
