@@ -96,7 +96,7 @@ class Scheduler(ABC):
         keys = np.asarray(components.pop("priority"), dtype=np.float64)
         eligible = components.pop("eligible", None)
         step = self._selections
-        result = fill_batch(keys, batch_size, self.env_ids, self.num_envs, step, self.quota, self.penalty, eligible,
+        result = fill_batch(keys, batch_size, self.env_ids, self.num_envs, self.quota, self.penalty, eligible,
                             self.env_members)
         self._selections += 1
         self._last_decision = Decision.build(self, step, result, keys, components)

@@ -65,6 +65,8 @@ class TaskGraph:
         self.cross = self._cross(None)
 
     def _cross(self, history: TaskHistory | None) -> SparseSimilarity:
+        if self.k_cross == 0:  # the relation switched off (ablation): no edges, nothing to refresh
+            return SparseSimilarity.empty(self.num_nodes)
         vec = self.pattern_x
         if history is not None:
             obs = history.observed.astype(np.float32)[:, None]
@@ -73,7 +75,8 @@ class TaskGraph:
         return cross_env_similarity(vec, self.env_ids, self.k_cross, seed=self.seed + self.refreshes)
 
     def refresh_cross(self, history: TaskHistory) -> None:
-        """Rebuild cross-environment edges from static patterns plus observed reward statistics."""
+        """Rebuild cross-environment edges from static patterns plus observed reward statistics.
+        With ``k_cross == 0`` the relation stays empty."""
         self.refreshes += 1
         self.cross = self._cross(history)
 
@@ -83,8 +86,7 @@ class TaskGraph:
     def edge_index(self, r: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(edge_index [2, E_r], edge_weight [E_r]) in PyG's source -> target convention."""
         s = self.relation(r)
-        dst = np.repeat(np.arange(self.num_nodes), np.diff(s.indptr))
-        ei = torch.from_numpy(np.stack([s.indices, dst]))
+        ei = torch.from_numpy(np.stack([s.indices, s.sources()]))
         return ei, torch.from_numpy(s.weights)
 
     def to_data(self) -> Data:
@@ -102,7 +104,7 @@ class TaskGraph:
         """Both relations as one similarity, for the batch similarity penalty."""
         n = self.num_nodes
         parts = [self.intra, self.cross]
-        src = np.concatenate([np.repeat(np.arange(n), np.diff(p.indptr)) for p in parts])
+        src = np.concatenate([p.sources() for p in parts])
         dst = np.concatenate([p.indices for p in parts])
         w = np.concatenate([p.weights for p in parts])
         return SparseSimilarity.from_edges(n, src, dst, w)

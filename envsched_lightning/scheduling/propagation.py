@@ -30,7 +30,7 @@ class RowNormalizedGraph:
             s = graph.relation(r)
             if scale == 0 or s.indices.size == 0:
                 continue
-            rows.append(np.repeat(np.arange(n), np.diff(s.indptr)))
+            rows.append(s.sources())
             cols.append(s.indices)
             vals.append(s.weights * scale)
         row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
@@ -42,7 +42,7 @@ class RowNormalizedGraph:
         self.num_nodes = n
         self.indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(row, minlength=n), out=self.indptr[1:])
-        self.cols = col
+        self.rows, self.cols = row, col
         self.vals = val / np.maximum(deg[row], 1e-12)  # A[i, j]
         # the transpose in CSR: pushing a sparse vector forward needs A's columns
         t_order = np.lexsort((row, col))
@@ -53,9 +53,8 @@ class RowNormalizedGraph:
     def matmul(self, x: np.ndarray) -> np.ndarray:
         """A @ x for dense x [N, C]."""
         out = np.zeros_like(x)
-        row = np.repeat(np.arange(self.num_nodes), np.diff(self.indptr))
         for c in range(x.shape[1]):
-            out[:, c] = np.bincount(row, weights=self.vals * x[self.cols, c], minlength=self.num_nodes)
+            out[:, c] = np.bincount(self.rows, weights=self.vals * x[self.cols, c], minlength=self.num_nodes)
         return out
 
     def push(self, nodes: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

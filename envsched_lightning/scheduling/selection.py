@@ -26,9 +26,9 @@ class FillResult:
 
 def _tiered(keys: np.ndarray, eligible: np.ndarray | None) -> np.ndarray:
     """One scalar order: every eligible task before every ineligible one, priority within a tier."""
-    keys = np.where(np.isfinite(keys), keys, np.nan)
-    lo, hi = np.nanmin(keys) if np.isfinite(keys).any() else 0.0, np.nanmax(keys) if np.isfinite(keys).any() else 0.0
-    keys = np.nan_to_num(keys, nan=lo - 1.0)
+    finite = np.isfinite(keys)
+    lo, hi = (float(keys[finite].min()), float(keys[finite].max())) if finite.any() else (0.0, 0.0)
+    keys = np.where(finite, keys, lo - 1.0)  # a non-finite priority ranks last in its tier
     if eligible is None or eligible.all():
         return keys
     return np.where(eligible, keys, keys - (hi - lo + 2.0))
@@ -55,7 +55,6 @@ def fill_batch(
     batch_size: int,
     env_ids: np.ndarray,
     num_envs: int,
-    step: int,
     quota: EnvQuota | None = None,
     penalty: SimilarityPenalty | None = None,
     eligible: np.ndarray | None = None,

@@ -31,6 +31,14 @@ class SparseSimilarity:
     def num_nodes(self) -> int:
         return int(self.indptr.shape[0] - 1)
 
+    def sources(self) -> np.ndarray:
+        """int64[E]: the row (node) each stored edge belongs to, aligned with `indices`."""
+        return np.repeat(np.arange(self.num_nodes), np.diff(self.indptr))
+
+    @classmethod
+    def empty(cls, n: int) -> SparseSimilarity:
+        return cls(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+
     def neighbours(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         a, b = self.indptr[i], self.indptr[i + 1]
         return self.indices[a:b], self.weights[a:b]

@@ -28,10 +28,6 @@ class RunResult:
         hit = np.flatnonzero(np.asarray(self.scores) >= target)
         return float(hit[0]) if hit.size else float("inf")
 
-    def rollouts_to(self, target: float) -> float:
-        s = self.steps_to(target)
-        return float("inf") if not np.isfinite(s) else float(([0] + self.rollouts)[int(s)])
-
 
 def run_scheduler(
     world: SimWorld,

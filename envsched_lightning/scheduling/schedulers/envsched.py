@@ -18,7 +18,7 @@ import torch
 
 from ..constraints import EnvQuota, SimilarityPenalty
 from ..features import HISTORY_DIM, STATIC_DIM, history_features
-from ..graph import CROSS, INTRA, TaskGraph
+from ..graph import TaskGraph
 from ..predictor import OnlineGNN
 from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..base import Scheduler
@@ -62,9 +62,8 @@ class EnvSchedScheduler(Scheduler):
         self.coverage, self.coverage_halflife, self.jitter = coverage, coverage_halflife, jitter
         # the graph is a function of the specs alone (not of the run's seed), so a checkpoint from
         # any run of this task pool resumes onto an identical graph
-        self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 1, seed=graph_seed)
-        if not cross_edges:
-            self.graph.cross = SparseSimilarity(np.zeros(self.num_tasks + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+        self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 0,
+                               seed=graph_seed)
         self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM + 1, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps) if use_gnn else None
         self._cache: dict[str, tuple[tuple[int, int], np.ndarray]] = {}
         self.gnn_refresh_period = gnn_refresh_period
@@ -83,12 +82,8 @@ class EnvSchedScheduler(Scheduler):
 
     # -- graph plumbing ----------------------------------------------------------------------
     def _rebuild_edges(self) -> None:
-        data = self.graph.to_data()
-        if not self.cross_edges:
-            keep = data.edge_type == INTRA
-            data.edge_index, data.edge_weight, data.edge_type = data.edge_index[:, keep], data.edge_weight[keep], data.edge_type[keep]
-        self.data = data
-        adj = RowNormalizedGraph(self.graph, self.cross_weight if self.cross_edges else 0.0)
+        data = self.data = self.graph.to_data()  # without cross edges the cross relation is simply empty
+        adj = RowNormalizedGraph(self.graph, self.cross_weight)
         self.ppr = IncrementalPPR(adj, self.ppr_alpha, self.ppr_iters)
         h = self.history
         self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)
