@@ -54,6 +54,8 @@ class EnvSchedDataModule(LightningDataModule):
         val_batch_size: int = 16,
         seed: int = 0,
         restore_rng_states: bool = True,
+        eval_envs: Mapping[str, Environment] | None = None,
+        eval_env_tasks: int = 32,
     ) -> None:
         super().__init__()
         self.batch_size = _positive("batch_size", batch_size)
@@ -62,7 +64,8 @@ class EnvSchedDataModule(LightningDataModule):
         if isinstance(eval_per_env, bool) or not isinstance(eval_per_env, int) or eval_per_env < 0:
             raise ValueError(f"data.eval_per_env must be a non-negative int, got {eval_per_env!r}")
         self.envs = dict(envs)
-        self.pool = build_pool(self.envs, eval_per_env)
+        self.eval_envs = dict(eval_envs or {})  # evaluated only, never scheduled (held-out environments)
+        self.pool = build_pool(self.envs, eval_per_env, self.eval_envs, _positive("eval_env_tasks", eval_env_tasks))
         if self.batch_size > len(self.pool.train):
             raise ValueError(
                 f"data.batch_size={self.batch_size} exceeds the training task pool "

@@ -41,8 +41,16 @@ class TaskPool:
         return tuple(dict.fromkeys(task.spec.env for task, _ in self.train))
 
 
-def build_pool(envs: Mapping[str, Environment], eval_per_env: int) -> TaskPool:
-    """Collect every environment's tasks; raise, naming the config key, when a split is impossible."""
+def build_pool(
+    envs: Mapping[str, Environment],
+    eval_per_env: int,
+    eval_only: Mapping[str, Environment] | None = None,
+    eval_only_tasks: int = 32,
+) -> TaskPool:
+    """Collect every environment's tasks; raise, naming the config key, when a split is impossible.
+
+    `eval_only` environments are never scheduled: `eval_only_tasks` of each (by key hash, so the
+    subset is the same in every run) join the held-out tasks, to measure transfer to unseen tools."""
     if not envs:
         raise ValueError("env: no environments configured; select some, e.g. env=[banking,calendar]")
     train: list[tuple[Task, Environment]] = []
@@ -55,6 +63,12 @@ def build_pool(envs: Mapping[str, Environment], eval_per_env: int) -> TaskPool:
             )
         fit, held = split_held_out(tasks, eval_per_env)
         train += [(t, env) for t in fit]
+        held_out += [(t, env) for t in held]
+    for key, env in (eval_only or {}).items():
+        tasks = list(env.tasks())
+        if not tasks:
+            raise ValueError(f"data.eval_envs.{key} has no tasks")
+        _, held = split_held_out(tasks, eval_only_tasks)
         held_out += [(t, env) for t in held]
     keys = [t.spec.key for t, _ in train + held_out]
     if len(set(keys)) != len(keys):

@@ -39,6 +39,15 @@ def test_held_out_split_is_per_env_deterministic_and_order_free(envs):
     assert {t.spec.env for t, _ in pool.held_out} == {"banking", "calendar"}
 
 
+def test_eval_only_envs_are_held_out_never_scheduled(envs):
+    dm = make_dm(envs, eval_envs={"messaging": make_env("messaging", num_tasks=12, seed=0)}, eval_env_tasks=5)
+    held = [t.spec.env for t, _ in dm.pool.held_out]
+    assert held.count("messaging") == 5 and held.count("banking") == 2
+    assert "messaging" not in {s.env for s in dm.specs}  # the scheduler never sees it
+    again = make_dm(envs, eval_envs={"messaging": make_env("messaging", num_tasks=12, seed=0)}, eval_env_tasks=5)
+    assert [t.spec.key for t, _ in again.pool.held_out] == [t.spec.key for t, _ in dm.pool.held_out]
+
+
 def test_every_fetch_asks_the_scheduler_and_every_step_updates_once(envs):
     dm = make_dm(envs)
     calls = []

@@ -1,0 +1,281 @@
+"""Rollout efficiency on real GRPO training: every scheduler, several seeds, one warm start.
+
+    python -m benchmarks.grpo_efficiency [--seeds 3] [--steps 40] [--bfcl ../shared/data] [--out DIR]
+
+Each run is the application's own path (Hydra `experiment=tiny_cpu` composed with
+`scheduler=<name> seed=<s>`, the real `EnvSchedDataModule` and `GRPOModule` under a Lightning
+`Trainer`), differing from `python train.py` in three ways, all so that runs compare fairly:
+- one supervised warm start is done once and every run starts from its weights;
+- `callbacks=none`: each scheduler runs as its own config defines it (envsched brings its own
+  quota and penalty; random stays uniform), no callback adds constraints to the baselines;
+- held-out tasks (never scheduled) are scored greedily every `--eval-every` steps; with `--bfcl`
+  a BFCL-v3 `simple` subset is scored as well, as an environment never trained on.
+Every run spends the same rollouts (steps x batch x group). Prints a Markdown table (held-out score
+at equal steps, per environment at the end, steps and rollouts to reach random's final score, the
+ratio, zero-variance share, wall time) and writes JSON and a PNG of score vs rollouts with seed
+bands under `--out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+SCHEDULERS = ("random", "plr", "mopps", "greso", "sec", "envsched")
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """Everything every run shares; the defaults are sized for under an hour on 2 CPU cores."""
+
+    envs: tuple[str, ...] = ("banking", "calendar", "messaging")
+    tasks_per_env: int = 48
+    eval_per_env: int = 12
+    batch_size: int = 6
+    group_size: int = 4
+    steps: int = 40
+    eval_every: int = 5
+    max_new_tokens: int = 32
+    warm_steps: int = 60
+    bfcl: str | None = None  # data folder holding bfcl_v3/; None: no BFCL evaluation
+    bfcl_tasks: int = 24
+
+    def overrides(self, scheduler: str, seed: int, out: Path) -> list[str]:
+        ov = [
+            "experiment=tiny_cpu", f"scheduler={scheduler}", f"seed={seed}", "callbacks=none", "logger=none",
+            f"env=[{','.join(self.envs)}]", f"output_dir={out}",
+            f"data.batch_size={self.batch_size}", f"data.steps_per_epoch={self.eval_every}",
+            f"data.eval_per_env={self.eval_per_env}", f"data.val_batch_size={self.eval_per_env * len(self.envs)}",
+            f"trainer.max_epochs={self.steps // self.eval_every}", "++trainer.enable_checkpointing=false",
+            f"model.grpo.group_size={self.group_size}", f"model.sampling.max_new_tokens={self.max_new_tokens}",
+            f"model.warm_start.steps={self.warm_steps}",
+        ]  # fmt: skip
+        ov += [f"++env.{e}.num_tasks={self.tasks_per_env}" for e in self.envs]
+        if self.bfcl:
+            ov += ["+data.eval_envs.bfcl_simple._target_=envsched_lightning.envs.bfcl.BfclEnvironment",
+                   f"+data.eval_envs.bfcl_simple.data_dir={Path(self.bfcl).resolve()}",
+                   f"data.eval_env_tasks={self.bfcl_tasks}"]  # fmt: skip
+        return ov
+
+
+def _compose(setup: Setup, scheduler: str, seed: int, out: Path):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return compose("train", overrides=setup.overrides(scheduler, seed, out))
+
+
+def _build(setup: Setup, scheduler: str, seed: int, out: Path) -> tuple[Any, Any, Any]:
+    import lightning as L
+    from hydra.utils import instantiate
+
+    cfg = _compose(setup, scheduler, seed, out)
+    L.seed_everything(seed, workers=True)
+    return cfg, instantiate(cfg.data), instantiate(cfg.model)
+
+
+def _vocab_hash(tokenizer: Any) -> str:
+    return hashlib.sha1(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
+
+
+def _trainer(cfg: Any, callbacks: list, **kw: Any):
+    from hydra.utils import instantiate
+
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=False, enable_model_summary=False, **kw)
+
+
+def _scores(metrics: dict[str, Any]) -> dict[str, float]:
+    prefix = "eval/score/"
+    return {k[len(prefix):]: float(v) for k, v in metrics.items() if k.startswith(prefix)}
+
+
+def warm_start(setup: Setup, out: Path) -> dict[str, Any]:
+    """The shared starting point: SFT on the training tasks' oracle episodes, and its held-out scores."""
+    _threads()
+    cfg, dm, model = _build(setup, "random", 0, out / "warm")
+    t0 = time.perf_counter()
+    losses = model.warm_start(dm.warm_start_items())
+    trainer = _trainer(cfg, [])
+    metrics = trainer.validate(model, datamodule=dm, verbose=False)[0]
+    path = out / "warm_start.pt"
+    import torch
+
+    torch.save({"model": model.model.state_dict(), "vocab": _vocab_hash(model.tokenizer)}, path)
+    return {"path": str(path), "scores": _scores(metrics), "loss": [losses[0], losses[-1]],
+            "seconds": time.perf_counter() - t0}  # fmt: skip
+
+
+def run_one(setup: Setup, scheduler: str, seed: int, warm_path: str, out: Path) -> dict[str, Any]:
+    """One GRPO run from the shared warm start; per-step scheduling stats and per-eval scores."""
+    _threads()
+    import torch
+    from lightning.pytorch import Callback
+
+    from envsched_lightning.scheduling import ZERO_STD_EPS
+
+    cfg, dm, model = _build(setup, scheduler, seed, out / f"{scheduler}_s{seed}")
+    warm = torch.load(warm_path, weights_only=True)
+    if warm["vocab"] != _vocab_hash(model.tokenizer):
+        raise RuntimeError("the warm start was made with another tokenizer; delete it and rerun")
+    model.model.load_state_dict(warm["model"])
+    model.warm_started = True
+    record: dict[str, list] = {"zero_var": [], "reward": [], "envs": [], "evals": []}
+
+    class Recorder(Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            groups = pl_module.last_groups
+            record["zero_var"].append(float(np.mean([np.std(g.rewards) < ZERO_STD_EPS for g in groups])))
+            record["reward"].append(float(np.mean([np.mean(g.rewards) for g in groups])))
+            record["envs"].append([dm.specs[g.index].env for g in groups])
+
+        def on_validation_end(self, trainer, pl_module) -> None:
+            record["evals"].append({"step": dm.step, "scores": _scores(trainer.callback_metrics)})
+
+    t0 = time.perf_counter()
+    _trainer(cfg, [Recorder()]).fit(model, datamodule=dm)
+    return {"scheduler": scheduler, "seed": seed, "seconds": time.perf_counter() - t0, **record}
+
+
+def _threads() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # runs go in parallel, one core each
+
+
+# ---------------------------------------------------------------------------------------------- report
+def _mean_score(scores: dict[str, float], envs: tuple[str, ...]) -> float:
+    return float(np.mean([scores[e] for e in envs]))
+
+
+def curves(runs: list[dict], warm: dict, setup: Setup) -> tuple[np.ndarray, np.ndarray]:
+    """(steps [E+1], scores [seeds, E+1]): mean held-out score over the trained environments."""
+    steps = np.array([0] + [e["step"] for e in runs[0]["evals"]])
+    start = _mean_score(warm["scores"], setup.envs)
+    scores = np.array([[start] + [_mean_score(e["scores"], setup.envs) for e in r["evals"]] for r in runs])
+    return steps, scores
+
+
+def first_reach(steps: np.ndarray, curve: np.ndarray, target: float) -> float:
+    """First step at which `curve` reaches `target`, linearly interpolated between evaluations."""
+    for i in range(len(curve)):
+        if curve[i] >= target - 1e-9:
+            if i == 0:
+                return 0.0
+            lo, hi = curve[i - 1], curve[i]
+            return float(steps[i - 1] + (steps[i] - steps[i - 1]) * (target - lo) / max(hi - lo, 1e-12))
+    return float("inf")
+
+
+def summarize(results: dict[str, list[dict]], warm: dict, setup: Setup) -> list[dict]:
+    steps, base = curves(results["random"], warm, setup)
+    target = float(base[:, -1].mean())
+    per_seed_target = {r["seed"]: s for r, s in zip(results["random"], base[:, -1])}
+    checkpoints = [c for c in (10, 20, 40) if c in steps and c != steps[-1]] + [int(steps[-1])]
+    rows = []
+    for name, runs in results.items():
+        _, sc = curves(runs, warm, setup)
+        mean = sc.mean(0)
+        reach = first_reach(steps, mean, target)
+        wins = sum(first_reach(steps, s, per_seed_target[r["seed"]]) < steps[-1] for r, s in zip(runs, sc))
+        row: dict[str, Any] = {"scheduler": name}
+        row |= {f"score@{c}": float(mean[list(steps).index(c)]) for c in checkpoints}
+        row[f"std@{checkpoints[-1]}"] = float(sc[:, -1].std())
+        row |= {f"{e}@{checkpoints[-1]}": float(np.mean([r["evals"][-1]["scores"][e] for r in runs]))
+                for e in runs[0]["evals"][-1]["scores"]}  # fmt: skip
+        row |= {
+            "steps_to_target": reach,
+            "ratio": float(steps[-1] / reach) if reach > 0 else float("inf"),
+            "seed_wins": f"{wins}/{len(runs)}",
+            "rollouts_to_target": reach * setup.batch_size * setup.group_size,
+            "rollouts": float(steps[-1] * setup.batch_size * setup.group_size),
+            "zero_var_frac": float(np.mean([np.mean(r["zero_var"]) for r in runs])),
+            "minutes_per_run": float(np.mean([r["seconds"] for r in runs]) / 60),
+        }
+        rows.append(row)
+    return rows
+
+
+def plot(results: dict[str, list[dict]], warm: dict, setup: Setup, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, runs in results.items():
+        steps, sc = curves(runs, warm, setup)
+        x = steps * setup.batch_size * setup.group_size
+        ax.plot(x, sc.mean(0), label=name, lw=2.2 if name == "envsched" else 1.4)
+        ax.fill_between(x, sc.min(0), sc.max(0), alpha=0.15)
+    ax.set_xlabel("rollouts spent")
+    ax.set_ylabel("held-out score (mean over trained environments)")
+    ax.set_title(f"tiny Qwen3 GRPO, {len(next(iter(results.values())))} seeds (band: min-max)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    from envsched_lightning.simulation.report import format_table
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--schedulers", nargs="*", default=list(SCHEDULERS))
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=Setup.steps)
+    p.add_argument("--eval-every", type=int, default=Setup.eval_every)
+    p.add_argument("--batch-size", type=int, default=Setup.batch_size)
+    p.add_argument("--group-size", type=int, default=Setup.group_size)
+    p.add_argument("--tasks-per-env", type=int, default=Setup.tasks_per_env)
+    p.add_argument("--eval-per-env", type=int, default=Setup.eval_per_env)
+    p.add_argument("--bfcl", default=None, help="folder holding bfcl_v3/: also score a BFCL-v3 simple subset")
+    p.add_argument("--workers", type=int, default=2, help="runs in parallel (one CPU thread each)")
+    p.add_argument("--out", default="outputs/grpo_efficiency")
+    a = p.parse_args(argv)
+    if a.steps % a.eval_every:
+        p.error("--steps must be a multiple of --eval-every")
+    setup = Setup(steps=a.steps, eval_every=a.eval_every, batch_size=a.batch_size, group_size=a.group_size,
+                  tasks_per_env=a.tasks_per_env, eval_per_env=a.eval_per_env, bfcl=a.bfcl)  # fmt: skip
+    names = ["random"] + [n for n in a.schedulers if n != "random"]
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    t0 = time.perf_counter()
+    ctx = get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        warm = pool.submit(warm_start, setup, out).result()
+    print(f"warm start: {warm['seconds']:.0f}s, held-out scores {warm['scores']}", flush=True)
+    jobs = [(n, s) for s in range(a.seeds) for n in names]
+    results: dict[str, list[dict]] = {n: [] for n in names}
+    with ProcessPoolExecutor(max_workers=a.workers, mp_context=ctx) as pool:
+        futures = {pool.submit(run_one, setup, n, s, warm["path"], out): (n, s) for n, s in jobs}
+        for fut, (n, s) in futures.items():
+            r = fut.result()
+            results[n].append(r)
+            print(f"  {n:9s} seed {s}: {r['seconds'] / 60:.1f} min, final {r['evals'][-1]['scores']}", flush=True)
+    for runs in results.values():
+        runs.sort(key=lambda r: r["seed"])
+    rows = summarize(results, warm, setup)
+    title = (f"GRPO, tiny Qwen3, {', '.join(setup.envs)} ({setup.tasks_per_env} tasks each, {setup.eval_per_env} "
+             f"held out), batch {setup.batch_size} x G{setup.group_size}, {setup.steps} steps, {a.seeds} seeds")  # fmt: skip
+    print(format_table(rows, title))
+    print(f"total: {(time.perf_counter() - t0) / 60:.1f} min")
+    (out / "grpo_efficiency.json").write_text(
+        json.dumps({"setup": dataclasses.asdict(setup), "warm": warm, "rows": rows, "runs": results}, indent=1))
+    plot(results, warm, setup, out / "grpo_efficiency.png")
+    print(f"results: {out / 'grpo_efficiency.json'}\nplot: {out / 'grpo_efficiency.png'}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
