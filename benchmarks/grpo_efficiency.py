@@ -1,6 +1,6 @@
 """Rollout efficiency on real GRPO training: every scheduler, several seeds, one warm start.
 
-    python -m benchmarks.grpo_efficiency [--seeds 3] [--steps 40] [--bfcl ../shared/data] [--out DIR]
+    python -m benchmarks.grpo_efficiency [--seeds 3] [--steps 120] [--bfcl ../shared/data] [--out DIR]
 
 Each run is the application's own path (Hydra `experiment=tiny_cpu` composed with
 `scheduler=<name> seed=<s>`, the real `EnvSchedDataModule` and `GRPOModule` under a Lightning
@@ -37,15 +37,15 @@ SCHEDULERS = ("random", "plr", "mopps", "greso", "sec", "envsched")
 
 @dataclasses.dataclass(frozen=True)
 class Setup:
-    """Everything every run shares; the defaults are sized for under an hour on 2 CPU cores."""
+    """Everything every run shares; the defaults (18 runs) are sized for under an hour on 2 CPU cores."""
 
     envs: tuple[str, ...] = ("banking", "calendar", "messaging")
-    tasks_per_env: int = 48
-    eval_per_env: int = 12
-    batch_size: int = 6
+    tasks_per_env: int = 96
+    eval_per_env: int = 24
+    batch_size: int = 8
     group_size: int = 4
-    steps: int = 40
-    eval_every: int = 5
+    steps: int = 120
+    eval_every: int = 10
     max_new_tokens: int = 32
     warm_steps: int = 60
     bfcl: str | None = None  # data folder holding bfcl_v3/; None: no BFCL evaluation

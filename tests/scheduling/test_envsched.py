@@ -146,8 +146,21 @@ def test_calibration_learns_that_nearly_solved_tasks_saturate():
     from envsched_lightning.scheduling.calibration import OutcomeCalibration
 
     cal = OutcomeCalibration(decay=1.0)
+    spread = np.array([0.3, 0.4, 0.0])
     for _ in range(20):
-        cal.observe(np.array([7 / 8, 2 / 8, 1.0]), np.array([0.0, 1.0, 0.0]))
-    est = cal.lookup(np.array([7 / 8, 2 / 8, 1.0, 0.5]), prior=0.5)
+        cal.observe(np.array([7 / 8, 2 / 8, 1.0]), spread, np.array([0.0, 1.0, 0.0]))
+    est = cal.lookup(np.array([7 / 8, 2 / 8, 1.0, 0.5]), np.array([0.3, 0.4, 0.0, 0.3]), prior=0.5)
     assert est[0] < 0.1 and est[1] > 0.9 and est[2] < 0.1
     assert abs(est[3] - 0.5) < 1e-6  # an empty bin falls back to the prior
+
+
+def test_calibration_tells_a_flat_partial_credit_group_from_one_with_spread():
+    """Two tasks both at mean 0.5: one settled on a half-right answer (every rollout 0.5), one split
+    between right and wrong. Only the second is worth another group, and the table must say so."""
+    from envsched_lightning.scheduling.calibration import OutcomeCalibration
+
+    cal = OutcomeCalibration(decay=1.0)
+    for _ in range(20):
+        cal.observe(np.array([0.5, 0.5]), np.array([0.0, 0.5]), np.array([0.0, 1.0]))
+    flat, split = cal.lookup(np.array([0.5, 0.5]), np.array([0.0, 0.5]), prior=0.5)
+    assert flat < 0.1 and split > 0.9

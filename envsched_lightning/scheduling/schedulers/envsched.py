@@ -47,7 +47,7 @@ class EnvSchedScheduler(Scheduler):
         coverage: float = 0.3,
         coverage_halflife: float = 40.0,
         quota: bool | dict = True,
-        penalty: float = 0.3,
+        penalty: float = 1.0,
         jitter: float = 1e-3,
         graph_seed: int = 0,
         gnn_refresh_period: int = 200,
@@ -128,7 +128,7 @@ class EnvSchedScheduler(Scheduler):
         if self.calibration is None:
             return ppr
         h = self.history
-        own = self.calibration.lookup(h.last_mean, ppr)
+        own = self.calibration.lookup(h.last_mean, h.last_std, ppr)
         return np.where(h.observed, self.own_weight * own + (1 - self.own_weight) * ppr, ppr).astype(np.float32)
 
     def predict_gnn(self) -> np.ndarray:
@@ -186,7 +186,7 @@ class EnvSchedScheduler(Scheduler):
         y = np.array([min(1.0, 2 * g.std) for g in groups], dtype=np.float32)
         first = self.history.count[nodes] == 0
         if self.calibration is not None and (~first).any():
-            self.calibration.observe(self.history.last_mean[nodes[~first]], y[~first])
+            self.calibration.observe(self.history.last_mean[nodes[~first]], self.history.last_std[nodes[~first]], y[~first])
         self.first_seen = (self.first_seen[0] + int(first.sum()), self.first_seen[1] + float(y[first].sum()))
         ppr = self.predict_ppr()[nodes]  # scored before anything learns from these groups
         d = 0.9 if self.evaluated else 0.0
