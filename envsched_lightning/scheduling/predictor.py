@@ -28,6 +28,17 @@ def split_relations(edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor, 
     return out
 
 
+def unique_ids(ids: np.ndarray, size: int) -> np.ndarray:
+    """Sorted distinct values of `ids` (all in [0, size)): a mark-and-scan over `size` when `ids`
+    is not much shorter than that, which beats sorting or hashing for the dense frontiers of
+    2-hop blocks; np.unique otherwise."""
+    if ids.size * 16 < size:
+        return np.unique(ids)
+    mark = np.zeros(size, dtype=bool)
+    mark[ids] = True
+    return np.flatnonzero(mark)
+
+
 class RelationalMeanConv(MessagePassing):
     r"""Weighted mean aggregation per relation with a separate transform for each:
 
@@ -113,7 +124,7 @@ class OnlineGNN:
         training step costs O(len(nodes) * fanout^2) whatever the size of the graph."""
         edge_index, edge_weight, edge_type, n = self.graph
         src_all = edge_index[0].numpy()
-        frontier, picked = np.unique(nodes), []
+        frontier, picked = unique_ids(nodes, n), []
         for _ in range(2):
             starts = self.in_ptr[frontier]
             lens = self.in_ptr[frontier + 1] - starts
@@ -122,8 +133,8 @@ class OnlineGNN:
             off = (self.np_rng.random(seg.size) * lens[seg]).astype(np.int64)
             e = self.in_edges[starts[seg] + off]
             picked.append(e)
-            frontier = np.unique(src_all[e])
-        e = torch.from_numpy(np.unique(np.concatenate(picked)))
+            frontier = unique_ids(src_all[e], n)
+        e = torch.from_numpy(unique_ids(np.concatenate(picked), edge_index.shape[1]))
         ei = edge_index[:, e]
         subset = torch.unique(torch.cat([torch.from_numpy(nodes), ei.flatten()]))
         local = torch.searchsorted(subset, ei)

@@ -192,11 +192,11 @@ class EnvSchedScheduler(Scheduler):
         d = 0.9 if self.evaluated else 0.0
         self.err["ppr"] = d * self.err["ppr"] + (1 - d) * float(np.sqrt(np.mean((ppr - y) ** 2)))
         if self.gnn is not None:
-            x = self._inputs()
-            small = self.gnn.full_edges is not None
-            gnn = self.predict_gnn()[nodes] if small else self.gnn.predict(x, torch.from_numpy(nodes)).numpy()
+            # on large graphs this is the (locally refreshed) value selection acted on: still a
+            # prediction made before these groups were seen
+            gnn = self.predict_gnn()[nodes]
             self.err["gnn"] = d * self.err["gnn"] + (1 - d) * float(np.sqrt(np.mean((gnn - y) ** 2)))
-            self.gnn.fit(x, nodes, y)
+            self.gnn.fit(self._inputs(), nodes, y)
         self.evaluated += len(groups)
 
     def update(self, groups) -> None:
