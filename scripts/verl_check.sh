@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Check `envsched_lightning.adapters.verl` against a real verl 0.9.1 install, in its own environment.
+#
+# verl 0.9.1 pins transformers <5.11 while this project pins >=5.16.1, so the two cannot share
+# .venv. This script builds .venv-verl (gitignored) once and runs tests_verl/ in it; rerunning reuses
+# the environment (VERL_VENV_FRESH=1 rebuilds it).
+#
+# What is installed, and why:
+#   - torch==2.13.0 first and on every pip line, so pip keeps the CPU build and never swaps in a
+#     CUDA one while resolving verl;
+#   - verl==0.9.1 with its own dependencies (ray, tensordict, transformers 5.10.x, ...): the check
+#     uses verl's `RLHFDataset`, `collate_fn`, `DataProto` and `RayPPOTrainer` as a training run would;
+#   - cachetools, fastapi, uvicorn: imported by verl.trainer.ppo.ray_trainer but not declared by
+#     verl 0.9.1 (the check imports the real RayPPOTrainer);
+#   - torch-geometric, numpy, pytest: what the scheduling core and the check need;
+#   - this project with --no-deps: its other pins (transformers, lightning, vllm) are not needed by
+#     the scheduling core or the adapter and would conflict with verl's.
+#
+# Usage: bash scripts/verl_check.sh            (from anywhere; prints wall time and environment size)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+VENV=${VERL_VENV:-.venv-verl}
+PYTHON=${PYTHON:-python3}
+TORCH=torch==2.13.0
+export TMPDIR=${TMPDIR:-$PWD/.tmp}
+export WANDB_MODE=offline OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+mkdir -p "$TMPDIR"
+start=$(date +%s)
+
+if [[ "${VERL_VENV_FRESH:-0}" == 1 ]]; then rm -rf "$VENV"; fi
+if [[ ! -f "$VENV/.installed" ]]; then
+    test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q "$TORCH"
+    "$VENV/bin/pip" install -q "verl==0.9.1" "transformers<5.11" cachetools fastapi uvicorn \
+        "torch-geometric>=2.6" "numpy>=1.26" "pytest>=8" "$TORCH"
+    "$VENV/bin/pip" install -q --no-deps -e .
+    touch "$VENV/.installed"
+fi
+installed=$(date +%s)
+
+# -p no:cacheprovider keeps the run from writing .pytest_cache next to the default suite's.
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" tests_verl
+end=$(date +%s)
+
+echo "verl_check: install $((installed - start)) s, tests $((end - installed)) s, total $((end - start)) s"
+echo "verl_check: $(du -sh "$VENV" | cut -f1) in $VENV"
