@@ -18,7 +18,7 @@ from envsched_lightning.envs.oracle import run_scripted
 from envsched_lightning.rollout.agent_loop import ChatRenderer
 from envsched_lightning.scheduling import TaskSpec
 
-from .mapping import TaskKey
+from .mapping import TaskKey, unique_rows
 
 Item = tuple[Task, Environment]
 
@@ -53,12 +53,8 @@ class EnvReward:
     __name__ = "env_reward"  # the name TRL logs the reward under
 
     def __init__(self, items: Sequence[Item]) -> None:
-        self._tasks: dict[TaskKey, Item] = {}
-        for task, env in items:
-            key = (task.spec.env, task.spec.task_id)
-            if key in self._tasks:
-                raise ValueError(f"task {task.spec.key} given twice")
-            self._tasks[key] = (task, env)
+        rows = unique_rows((task.spec.env, task.spec.task_id) for task, _ in items)  # a task given twice raises
+        self._tasks: dict[TaskKey, Item] = {key: items[row] for key, row in rows.items()}
 
     def __call__(self, completions: Sequence[Any], env: Sequence[str], task_id: Sequence[str],
                  **_: Any) -> list[float]:

@@ -186,7 +186,8 @@ class EnvSchedScheduler(Scheduler):
         y = np.array([min(1.0, 2 * g.std) for g in groups], dtype=np.float32)
         first = self.history.count[nodes] == 0
         if self.calibration is not None and (~first).any():
-            self.calibration.observe(self.history.last_mean[nodes[~first]], self.history.last_std[nodes[~first]], y[~first])
+            seen = nodes[~first]
+            self.calibration.observe(self.history.last_mean[seen], self.history.last_std[seen], y[~first])
         self.first_seen = (self.first_seen[0] + int(first.sum()), self.first_seen[1] + float(y[first].sum()))
         ppr = self.predict_ppr()[nodes]  # scored before anything learns from these groups
         d = 0.9 if self.evaluated else 0.0
