@@ -16,7 +16,7 @@ from torch_geometric.data import Data
 
 from .features import pattern_vectors, static_features
 from .history import TaskHistory
-from .similarity import SparseSimilarity, task_similarity, top_k_per_node
+from .similarity import SparseSimilarity, sorted_unique, task_similarity, top_k_per_node
 from .types import TaskSpec
 
 INTRA, CROSS = 0, 1
@@ -36,7 +36,8 @@ def cross_env_similarity(
     for _ in range(tables):
         planes = rng.standard_normal((d, bits)).astype(np.float32)
         code = ((v @ planes) > 0).astype(np.int64) @ (1 << np.arange(bits, dtype=np.int64))
-        order = np.lexsort((rng.random(n), code))
+        # bucket, then a random order inside it: one int64 sort key instead of a two-key lexsort
+        order = np.argsort((code << 40) | rng.integers(0, 1 << 40, n))
         sc = code[order]
         for off in range(1, window + 1):
             same = sc[off:] == sc[:-off]
@@ -46,6 +47,9 @@ def cross_env_similarity(
             dst_all.append(b[other])
     src = np.concatenate(src_all) if src_all else np.zeros(0, np.int64)
     dst = np.concatenate(dst_all) if dst_all else np.zeros(0, np.int64)
+    # tables find the same pair many times: weigh each distinct pair once
+    pair = sorted_unique(np.minimum(src, dst) * n + np.maximum(src, dst))
+    src, dst = pair // n, pair % n
     w = np.clip((v[src] * v[dst]).sum(1), 0.0, 1.0).astype(np.float32)
     keep = w > 0.05
     return top_k_per_node(n, src[keep], dst[keep], w[keep], k)
@@ -80,6 +84,22 @@ class TaskGraph:
         self.refreshes += 1
         self.cross = self._cross(history)
 
+    def state_dict(self) -> dict:
+        """What a refresh changed: the cross relation as built from the history *at* that refresh,
+        which a later history cannot reproduce. Static parts are rebuilt from the specs."""
+        cross = None if not self.refreshes else {k: getattr(self.cross, k).copy() for k in ("indptr", "indices", "weights")}
+        return {"refreshes": self.refreshes, "cross": cross}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.refreshes = int(state["refreshes"])
+        if state["cross"] is None:
+            self.cross = self._cross(None)
+            return
+        cross = SparseSimilarity(**{k: np.asarray(v).copy() for k, v in state["cross"].items()})
+        if cross.num_nodes != self.num_nodes:
+            raise ValueError(f"graph state for {cross.num_nodes} tasks, this graph has {self.num_nodes}")
+        self.cross = cross
+
     def relation(self, r: int) -> SparseSimilarity:
         return self.intra if r == INTRA else self.cross
 
@@ -101,10 +121,6 @@ class TaskGraph:
         )
 
     def combined_similarity(self) -> SparseSimilarity:
-        """Both relations as one similarity, for the batch similarity penalty."""
-        n = self.num_nodes
-        parts = [self.intra, self.cross]
-        src = np.concatenate([p.sources() for p in parts])
-        dst = np.concatenate([p.indices for p in parts])
-        w = np.concatenate([p.weights for p in parts])
-        return SparseSimilarity.from_edges(n, src, dst, w)
+        """Both relations as one similarity, for the batch similarity penalty. They never share a
+        pair (intra joins tasks of one environment, cross of two), so rows are simply joined."""
+        return SparseSimilarity.concat_rows([self.intra, self.cross])

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .types import ZERO_STD_EPS, RolloutGroup
+from .types import ZERO_STD_EPS, RolloutGroup, group_stats
 
 
 class TaskHistory:
@@ -45,22 +45,29 @@ class TaskHistory:
         return np.where(self.last_step >= 0, self.step - self.last_step, self.step + 1)
 
     def record(self, groups: Sequence[RolloutGroup]) -> None:
-        """Fold one step's (already validated) groups into the history and advance the clock."""
+        """Fold one step's (already validated) groups into the history and advance the clock.
+        A task that appears twice in one step is folded twice, in order."""
         self.step += 1
-        for g in groups:
-            i, mean, std = g.index, g.mean, g.std
-            first = self.count[i] == 0
-            a = 1.0 if first else self.ema
-            self.ema_mean[i] = a * mean + (1 - a) * self.ema_mean[i]
-            self.ema_std[i] = a * std + (1 - a) * self.ema_std[i]
-            if g.lengths is not None:
-                length = sum(g.lengths) / len(g.lengths)
-                self.ema_len[i] = a * length + (1 - a) * self.ema_len[i]
-            self.count[i] += 1
-            self.zero_var[i] += int(std < ZERO_STD_EPS)
-            self.last_step[i] = self.step
-            self.last_mean[i] = mean
-            self.last_std[i] = std
+        index, mean, std, length = group_stats(groups)
+        pending = np.arange(index.shape[0])
+        while pending.size:  # one pass per repetition of a task within the step (usually one)
+            _, first = np.unique(index[pending], return_index=True)
+            rows, pending = pending[first], np.delete(pending, first)
+            self._fold(index[rows], mean[rows], std[rows], length[rows])
+
+    def _fold(self, i: np.ndarray, mean: np.ndarray, std: np.ndarray, length: np.ndarray) -> None:
+        """Fold groups of distinct tasks `i` into the arrays."""
+        a = np.where(self.count[i] == 0, 1.0, self.ema)
+        self.ema_mean[i] = a * mean + (1 - a) * self.ema_mean[i]
+        self.ema_std[i] = a * std + (1 - a) * self.ema_std[i]
+        has_len = ~np.isnan(length)
+        li = i[has_len]
+        self.ema_len[li] = a[has_len] * length[has_len] + (1 - a[has_len]) * self.ema_len[li]
+        self.count[i] += 1
+        self.zero_var[i] += (std < ZERO_STD_EPS).astype(np.int64)
+        self.last_step[i] = self.step
+        self.last_mean[i] = mean
+        self.last_std[i] = std
 
     def state_dict(self) -> dict:
         return {"step": self.step, "ema": self.ema, **{k: getattr(self, k).copy() for k in self.ARRAYS}}

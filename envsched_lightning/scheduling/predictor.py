@@ -6,6 +6,7 @@ neighbours' along both relations, trained online on the groups the trainer alrea
 from __future__ import annotations
 
 import copy
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -13,19 +14,24 @@ from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
 
 
-RelEdges = list[tuple[Tensor, Tensor]]
-"""Per relation: (edge_index [2, E_r] source -> target, weight [E_r] normalised to sum 1 per target)."""
+class RelEdges(NamedTuple):
+    """All relations' edges in one list, so a layer aggregates every relation in one pass.
+
+    `edge_index` [2, E] runs source -> ``relation * num_nodes + target``; `edge_weight` [E] is
+    normalised to sum 1 per (relation, target), making each aggregate a weighted mean.
+    """
+
+    edge_index: Tensor
+    edge_weight: Tensor
+    num_nodes: int
+    num_relations: int
 
 
 def split_relations(edge_index: Tensor, edge_weight: Tensor, edge_type: Tensor, num_nodes: int, num_relations: int = 2) -> RelEdges:
-    """Split a typed edge list per relation and normalise weights into a weighted mean per target."""
-    out = []
-    for r in range(num_relations):
-        sel = edge_type == r
-        ei, w = edge_index[:, sel], edge_weight[sel]  # [2, E_r], [E_r]
-        deg = torch.zeros(num_nodes, dtype=w.dtype).index_add_(0, ei[1], w).clamp_min(1e-6)  # [N]
-        out.append((ei, w / deg[ei[1]]))
-    return out
+    """Offset each edge's target by its relation and normalise weights into a weighted mean."""
+    target = edge_type * num_nodes + edge_index[1]  # [E]
+    deg = torch.zeros(num_relations * num_nodes, dtype=edge_weight.dtype).index_add_(0, target, edge_weight).clamp_min(1e-6)
+    return RelEdges(torch.stack([edge_index[0], target]), edge_weight / deg[target], num_nodes, num_relations)
 
 
 def unique_ids(ids: np.ndarray, size: int) -> np.ndarray:
@@ -61,9 +67,12 @@ class RelationalMeanConv(MessagePassing):
             lin.reset_parameters()
 
     def forward(self, x: Tensor, rel_edges: RelEdges) -> Tensor:
+        n, r = rel_edges.num_nodes, rel_edges.num_relations
+        # one aggregation for all relations (W_r is linear: the mean of W_r h_j is W_r of the mean)
+        agg = self.propagate(rel_edges.edge_index, x=x, edge_weight=rel_edges.edge_weight, size=(n, r * n))  # [R*N, F_in]
         out = self.root(x)  # [N, F_out]
-        for lin, (ei, w) in zip(self.rel, rel_edges):
-            out = out + self.propagate(ei, x=lin(x), edge_weight=w)  # transform first: F_out <= F_in
+        for lin, part in zip(self.rel, agg.view(r, n, -1)):
+            out = out + lin(part)
         return out
 
     def message(self, x_j: Tensor, edge_weight: Tensor) -> Tensor:
@@ -116,6 +125,7 @@ class OnlineGNN:
         dst = edge_index[1].numpy()
         order = np.argsort(dst, kind="stable")  # incoming edges grouped by target, for sampling
         self.in_edges = order
+        self._local = np.full(num_nodes, -1, dtype=np.int64)
         self.in_ptr = np.zeros(num_nodes + 1, dtype=np.int64)
         np.cumsum(np.bincount(dst, minlength=num_nodes), out=self.in_ptr[1:])
 
@@ -134,12 +144,15 @@ class OnlineGNN:
             e = self.in_edges[starts[seg] + off]
             picked.append(e)
             frontier = unique_ids(src_all[e], n)
-        e = torch.from_numpy(unique_ids(np.concatenate(picked), edge_index.shape[1]))
-        ei = edge_index[:, e]
-        subset = torch.unique(torch.cat([torch.from_numpy(nodes), ei.flatten()]))
-        local = torch.searchsorted(subset, ei)
-        rel = split_relations(local, edge_weight[e], edge_type[e], subset.shape[0])
-        return subset, rel, torch.searchsorted(subset, torch.from_numpy(nodes))
+        e = unique_ids(np.concatenate(picked), edge_index.shape[1])
+        ei = edge_index.numpy()[:, e]
+        subset = unique_ids(np.concatenate([nodes, ei.ravel()]), n)
+        self._local[subset] = np.arange(subset.size)  # global -> block position, reset below
+        local, pos = self._local[ei], self._local[nodes]
+        self._local[subset] = -1
+        e = torch.from_numpy(e)
+        rel = split_relations(torch.from_numpy(local), edge_weight[e], edge_type[e], subset.size)
+        return torch.from_numpy(subset), rel, torch.from_numpy(pos)
 
     def _subgraph(self, nodes: Tensor) -> tuple[Tensor, RelEdges, Tensor]:
         """(node subset, its relation edges, positions of `nodes` in the subset)."""

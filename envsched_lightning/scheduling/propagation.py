@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import CROSS, INTRA, TaskGraph
+from .similarity import SparseSimilarity
 
 
 class RowNormalizedGraph:
@@ -25,30 +26,19 @@ class RowNormalizedGraph:
 
     def __init__(self, graph: TaskGraph, cross_weight: float = 0.5) -> None:
         n = graph.num_nodes
-        rows, cols, vals = [], [], []
-        for r, scale in ((INTRA, 1.0), (CROSS, cross_weight)):
-            s = graph.relation(r)
-            if scale == 0 or s.indices.size == 0:
-                continue
-            rows.append(s.sources())
-            cols.append(s.indices)
-            vals.append(s.weights * scale)
-        row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-        col = np.concatenate(cols) if cols else np.zeros(0, np.int64)
-        val = np.concatenate(vals).astype(np.float64) if vals else np.zeros(0)
-        order = np.lexsort((col, row))
-        row, col, val = row[order], col[order], val[order]
-        deg = np.bincount(row, weights=val, minlength=n)
+        parts = [graph.relation(r) for r, scale in ((INTRA, 1.0), (CROSS, cross_weight)) if scale > 0]
+        scales = [scale for scale in (1.0, cross_weight) if scale > 0]
+        scaled = [SparseSimilarity(p.indptr, p.indices, p.weights * s) for p, s in zip(parts, scales)]
+        merged = SparseSimilarity.concat_rows(scaled) if scaled else SparseSimilarity.empty(n)
+        row, col = merged.sources(), merged.indices
+        raw = merged.weights.astype(np.float64)
+        deg = np.maximum(np.bincount(row, weights=raw, minlength=n), 1e-12)
         self.num_nodes = n
-        self.indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(row, minlength=n), out=self.indptr[1:])
-        self.rows, self.cols = row, col
-        self.vals = val / np.maximum(deg[row], 1e-12)  # A[i, j]
-        # the transpose in CSR: pushing a sparse vector forward needs A's columns
-        t_order = np.lexsort((row, col))
-        self.t_indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(col, minlength=n), out=self.t_indptr[1:])
-        self.t_rows, self.t_vals = row[t_order], self.vals[t_order]
+        self.indptr, self.rows, self.cols = merged.indptr, row, col
+        self.vals = raw / deg[row]  # A[i, j]
+        # pushing a sparse vector forward needs A's columns. Both relations are symmetric, so
+        # column j holds the neighbours i of row j, with A[i, j] = w(j, i) / deg(i): no transpose sort
+        self.t_indptr, self.t_rows, self.t_vals = merged.indptr, col, raw / deg[col]
 
     def matmul(self, x: np.ndarray) -> np.ndarray:
         """A @ x for dense x [N, C]."""

@@ -50,6 +50,10 @@ def _descending(keys: np.ndarray, members: np.ndarray | None = None, chunk: int 
         start, chunk = stop, chunk * 4
 
 
+def _anything(tasks: np.ndarray | int) -> np.ndarray:
+    return np.ones(np.shape(tasks), dtype=bool)
+
+
 def fill_batch(
     keys: np.ndarray,
     batch_size: int,
@@ -68,7 +72,6 @@ def fill_batch(
 
     chosen: list[int] = []
     pens: list[float] = []
-    taken = set()
     counts = np.zeros(num_envs, dtype=np.int64)
     hi = np.full(num_envs, batch_size, dtype=np.int64)
     lo = np.zeros(num_envs, dtype=np.int64)
@@ -78,27 +81,23 @@ def fill_batch(
         learnable = np.bincount(env_ids[elig], minlength=num_envs) > 0
         lo, hi = quota.limits(batch_size, available, learnable)
 
-    maxsim: dict[int, float] = {}
+    maxsim = np.zeros(keys.shape[0])  # each task's largest similarity to the batch so far
+    taken = np.zeros(keys.shape[0], dtype=bool)
     weight = 0.0
     if penalty is not None and penalty.lam > 0:
         head = next(_descending(keys, chunk=min(keys.shape[0], 2 * batch_size)))
         weight = penalty.weight(float(np.std(keys[head])))
 
-    def value(i: int) -> float:
-        return keys[i] - weight * maxsim.get(i, 0.0)
-
     def take(i: int) -> None:
         chosen.append(i)
-        pens.append(weight * maxsim.get(i, 0.0))
-        taken.add(i)
+        pens.append(weight * float(maxsim[i]))
+        taken[i] = True
         counts[env_ids[i]] += 1
         if weight > 0:
             nbr, w = penalty.similarity.neighbours(i)
-            for j, s in zip(nbr.tolist(), w.tolist()):
-                if s > maxsim.get(j, 0.0):
-                    maxsim[j] = s
+            maxsim[nbr] = np.maximum(maxsim[nbr], w)  # a row lists each neighbour once
 
-    def greedy(order: Iterator[np.ndarray], need: int, ok: Callable[[int], bool]) -> None:
+    def greedy(order: Iterator[np.ndarray], need: int, ok: Callable[[np.ndarray | int], np.ndarray]) -> None:
         heap: list[tuple[float, int]] = []
         pending = next(order, None)  # next block, all with keys below the current block's
         got = 0
@@ -107,15 +106,15 @@ def fill_batch(
             if not heap or -heap[0][0] < frontier:  # an unpenalised later task may now win
                 if pending is None:
                     return
-                for i in pending.tolist():
-                    if i not in taken and ok(i):
-                        heapq.heappush(heap, (-value(i), i))
+                block = pending[~taken[pending] & ok(pending)]
+                heap.extend(zip((weight * maxsim[block] - keys[block]).tolist(), block.tolist()))
+                heapq.heapify(heap)
                 pending = next(order, None)
                 continue
             neg, i = heapq.heappop(heap)
-            if i in taken or not ok(i):
+            if taken[i] or not ok(i):
                 continue
-            cur = value(i)
+            cur = keys[i] - weight * maxsim[i]
             if cur < -neg - 1e-12:  # stale: its penalty grew since it was pushed
                 heapq.heappush(heap, (-cur, i))
                 continue
@@ -124,12 +123,12 @@ def fill_batch(
 
     for e in np.flatnonzero(lo > 0).tolist():  # guaranteed minimum slots first
         members = env_members[e] if env_members is not None else np.flatnonzero(env_ids == e)
-        greedy(_descending(keys, members, chunk=int(lo[e]) * 2), int(lo[e]), lambda i: True)
+        greedy(_descending(keys, members, chunk=int(lo[e]) * 2), int(lo[e]), _anything)
     greedy(_descending(keys, chunk=2 * batch_size), batch_size - len(chosen), lambda i: counts[env_ids[i]] < hi[env_ids[i]])
     relax = list(quota.relaxations) if quota is not None else []
     if len(chosen) < batch_size:  # caps could not be met with the tasks left: fill, and say so
         relax.append(f"caps left {batch_size - len(chosen)} slots empty; filled ignoring caps")
-        greedy(_descending(keys, chunk=2 * batch_size), batch_size - len(chosen), lambda i: True)
+        greedy(_descending(keys, chunk=2 * batch_size), batch_size - len(chosen), _anything)
     if quota is not None:
         quota.observe_batch(counts_final := np.bincount(env_ids[chosen], minlength=num_envs))
         over = np.flatnonzero(counts_final > hi)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
+
+import numpy as np
 
 ZERO_STD_EPS = 1e-6
 """A group whose reward std is below this taught nothing (all rewards equal)."""
@@ -76,11 +80,11 @@ class RolloutGroup:
     rewards: Sequence[float]
     lengths: Sequence[float] | None = None
 
-    @property
+    @cached_property
     def mean(self) -> float:
         return sum(self.rewards) / len(self.rewards)
 
-    @property
+    @cached_property
     def std(self) -> float:
         """Population std of the group's rewards (what GRPO's advantage scale uses)."""
         m = self.mean
@@ -90,6 +94,24 @@ class RolloutGroup:
     def informative(self) -> bool:
         """True when the rewards differ, i.e. the group yields a non-zero GRPO gradient."""
         return self.std >= ZERO_STD_EPS
+
+
+def group_stats(groups: Sequence[RolloutGroup]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(index int64[B], mean float64[B], std float64[B], mean length float64[B], NaN where none)
+    of many groups in a few array operations: a step of 512 groups costs microseconds, not a
+    Python loop over every reward."""
+    b = len(groups)
+    index = np.fromiter((g.index for g in groups), dtype=np.int64, count=b)
+    sizes = np.fromiter((len(g.rewards) for g in groups), dtype=np.int64, count=b)
+    if b == 0:
+        empty = np.zeros(0)
+        return index, empty, empty, empty
+    rewards = np.fromiter(itertools.chain.from_iterable(g.rewards for g in groups), dtype=np.float64, count=int(sizes.sum()))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    mean = np.add.reduceat(rewards, starts) / sizes
+    std = np.sqrt(np.add.reduceat((rewards - np.repeat(mean, sizes)) ** 2, starts) / sizes)
+    length = np.array([np.nan if g.lengths is None else sum(g.lengths) / len(g.lengths) for g in groups])
+    return index, mean, std, length
 
 
 def validate_groups(groups: Sequence[RolloutGroup], num_tasks: int) -> list[RolloutGroup]:
@@ -107,6 +129,8 @@ def validate_groups(groups: Sequence[RolloutGroup], num_tasks: int) -> list[Roll
         if not rewards:
             raise ValueError(f"{where}: empty group (no rewards)")
         for r in rewards:
+            if type(r) is float and 0.0 <= r <= 1.0:  # the common case, without the ABC check below
+                continue
             if isinstance(r, bool) or not isinstance(r, numbers.Real) or not math.isfinite(r):
                 raise ValueError(f"{where}: non-finite or non-numeric reward {r!r}")
             if not 0.0 <= r <= 1.0:

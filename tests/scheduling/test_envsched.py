@@ -1,5 +1,6 @@
 """EnvSched's mechanisms on small hand-built task pools: graph, propagation, constraints."""
 
+import pickle
 import subprocess
 import sys
 
@@ -164,3 +165,39 @@ def test_calibration_tells_a_flat_partial_credit_group_from_one_with_spread():
         cal.observe(np.array([0.5, 0.5]), np.array([0.0, 0.5]), np.array([0.0, 1.0]))
     flat, split = cal.lookup(np.array([0.5, 0.5]), np.array([0.0, 0.5]), prior=0.5)
     assert flat < 0.1 and split > 0.9
+
+
+def _drive(sched, steps, start=0, batch=6):
+    """Select and feed back groups whose pass counts depend on the task and the step."""
+    picks = []
+    for step in range(start, start + steps):
+        idx = sched.select(batch)
+        picks.append(idx)
+        sched.update([group(i, (i * 3 + step) % 9) for i in idx])
+    return picks
+
+
+def _two_env_pool():
+    return family("a", "x", 20, ("t1", "t2")) + family("a", "y", 10, ("t3",)) + family("b", "z", 30, ("u1",))
+
+
+def test_resume_after_a_cross_edge_refresh_is_exact():
+    """Cross edges are built from the history of their refresh step; a checkpoint taken later
+    must restore those edges, not rebuild them from the later history."""
+    opts = dict(cross_refresh_every=3, cross_refresh_fraction=0.0)
+    full = build_scheduler("envsched", _two_env_pool(), seed=3, **opts)
+    _drive(full, 4)
+    assert full.graph.refreshes == 1
+    state = pickle.loads(pickle.dumps(full.state_dict()))
+    rest = _drive(full, 6, start=4)
+    resumed = build_scheduler("envsched", _two_env_pool(), seed=3, **opts)
+    resumed.load_state_dict(state)
+    assert _drive(resumed, 6, start=4) == rest
+
+
+def test_cross_edges_refresh_only_after_enough_tasks_changed():
+    sched = build_scheduler("envsched", _two_env_pool(), seed=0, cross_refresh_every=1, cross_refresh_fraction=0.25)
+    _drive(sched, 2)  # at most 12 of 60 tasks have new statistics: under a quarter
+    assert sched.graph.refreshes == 0
+    _drive(sched, 2, start=2)  # 24 picks, at least 15 of them distinct
+    assert sched.graph.refreshes == 1

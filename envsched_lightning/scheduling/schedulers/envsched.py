@@ -25,6 +25,7 @@ from ..base import Scheduler
 from ..calibration import OutcomeCalibration
 from ..registry import register_scheduler
 from ..similarity import SparseSimilarity
+from ..types import group_stats
 
 
 @register_scheduler("envsched")
@@ -38,6 +39,7 @@ class EnvSchedScheduler(Scheduler):
         cross_edges: bool = True,
         cross_weight: float = 0.5,
         cross_refresh_every: int = 10,
+        cross_refresh_fraction: float = 0.05,
         use_gnn: bool = True,
         gnn_min_observations: int = 64,
         gnn_hidden: int = 16,
@@ -53,10 +55,15 @@ class EnvSchedScheduler(Scheduler):
         gnn_refresh_period: int = 200,
         calibrate: bool = True,
         own_weight: float = 0.7,
+        prior_strength: float = 8.0,
         **kw: Any,
     ) -> None:
         super().__init__(specs, seed=seed, **kw)
         self.cross_edges, self.cross_weight, self.cross_refresh_every = cross_edges, cross_weight, cross_refresh_every
+        if not 0.0 <= cross_refresh_fraction <= 1.0:
+            raise ValueError(f"cross_refresh_fraction must be in [0, 1], got {cross_refresh_fraction}")
+        self.cross_refresh_fraction = cross_refresh_fraction
+        self.last_refresh_step = 0
         self.use_gnn, self.gnn_min_observations = use_gnn, gnn_min_observations
         self.ppr_alpha, self.ppr_iters = ppr_alpha, ppr_iters
         self.coverage, self.coverage_halflife, self.jitter = coverage, coverage_halflife, jitter
@@ -69,11 +76,13 @@ class EnvSchedScheduler(Scheduler):
         self.gnn_refresh_period = gnn_refresh_period
         self.calibration = OutcomeCalibration() if calibrate else None
         self.own_weight = own_weight
+        self.prior_strength = prior_strength
         self._gnn_values: np.ndarray | None = None  # large graphs: cached GNN output, refreshed locally
         self._last_nodes = np.zeros(0, dtype=np.int64)
         self._rebuild_edges()
         self.err = {"ppr": 0.0, "gnn": 0.0}  # EMA squared error on held-back groups
-        self.first_seen = (0, 0.0)  # (count, sum of informativeness) over first observations
+        # per environment: (count, sum of informativeness) over first observations
+        self.first_seen = np.zeros((2, self.num_envs))
         self.evaluated = 0
         if quota:
             self.install(EnvQuota(**(quota if isinstance(quota, dict) else {})))
@@ -103,13 +112,17 @@ class EnvSchedScheduler(Scheduler):
             [self.graph.static_x, history_features(self.history), self.predict_ppr()[:, None]], 1)))
 
     # -- prediction --------------------------------------------------------------------------
-    def _prior(self) -> float:
-        """What a never-tried task is worth: the mean informativeness of first observations.
+    def _prior(self) -> np.ndarray:
+        """float[N]: what a never-tried task is worth before its neighbours say more: the mean
+        informativeness of first observations in its environment, shrunk toward the mean over
+        all environments (itself shrunk toward 0.5) while the environment has few of them.
 
         Not the mean over all observed tasks: those are mostly re-picked because they were
         informative, which would make every untried task look better than it is."""
         n, total = self.first_seen
-        return (total + 0.5) / (n + 1.0)
+        overall = (total.sum() + 0.5) / (n.sum() + 1.0)
+        per_env = (total + self.prior_strength * overall) / (n + self.prior_strength)
+        return per_env[self.env_ids]
 
     def _cached(self, key: str, compute) -> np.ndarray:
         """Predictions are a function of (history step, GNN version): computed once between updates."""
@@ -182,13 +195,15 @@ class EnvSchedScheduler(Scheduler):
 
     # -- learning ----------------------------------------------------------------------------
     def _observe(self, groups) -> None:
-        nodes = np.array([g.index for g in groups], dtype=np.int64)
-        y = np.array([min(1.0, 2 * g.std) for g in groups], dtype=np.float32)
+        nodes, _, std, _ = group_stats(groups)
+        y = np.minimum(1.0, 2 * std).astype(np.float32)
         first = self.history.count[nodes] == 0
         if self.calibration is not None and (~first).any():
             seen = nodes[~first]
             self.calibration.observe(self.history.last_mean[seen], self.history.last_std[seen], y[~first])
-        self.first_seen = (self.first_seen[0] + int(first.sum()), self.first_seen[1] + float(y[first].sum()))
+        env = self.env_ids[nodes[first]]
+        self.first_seen[0] += np.bincount(env, minlength=self.num_envs)
+        self.first_seen[1] += np.bincount(env, weights=y[first], minlength=self.num_envs)
         ppr = self.predict_ppr()[nodes]  # scored before anything learns from these groups
         d = 0.9 if self.evaluated else 0.0
         self.err["ppr"] = d * self.err["ppr"] + (1 - d) * float(np.sqrt(np.mean((ppr - y) ** 2)))
@@ -206,29 +221,42 @@ class EnvSchedScheduler(Scheduler):
         self._last_nodes = nodes
         h = self.history
         self.ppr.update(nodes, 2 * h.ema_std[nodes].astype(np.float64), h.observed[nodes])
-        if self.cross_edges and self.history.step % self.cross_refresh_every == 0:
+        if self._refresh_due():
             self.graph.refresh_cross(self.history)
+            self.last_refresh_step = self.history.step
             self._rebuild_edges()
+
+    def _refresh_due(self) -> bool:
+        """Cross edges follow observed statistics, so they are rebuilt once `cross_refresh_every`
+        updates have passed *and* at least `cross_refresh_fraction` of the tasks have new
+        statistics since the last rebuild: on a large pool a batch moves a sliver of the graph,
+        and the O(N + E) rebuild is paid per that much change, not per step."""
+        h = self.history
+        if not self.cross_edges or h.step - self.last_refresh_step < self.cross_refresh_every:
+            return False
+        changed = np.count_nonzero(h.last_step > self.last_refresh_step)
+        return changed >= self.cross_refresh_fraction * self.num_tasks
 
     # -- checkpointing -----------------------------------------------------------------------
     def _extra_state(self) -> dict:
         return {
             "err": dict(self.err),
-            "first_seen": self.first_seen,
+            "first_seen": self.first_seen.copy(),
             "calibration": None if self.calibration is None else self.calibration.state_dict(),
             "evaluated": self.evaluated,
-            "graph_refreshes": self.graph.refreshes,
+            "graph": self.graph.state_dict(),
+            "last_refresh_step": self.last_refresh_step,
             "gnn": None if self.gnn is None else self.gnn.state_dict(),
         }
 
     def _load_extra_state(self, state: dict) -> None:
         self.err, self.evaluated = dict(state["err"]), int(state["evaluated"])
-        self.first_seen = (int(state["first_seen"][0]), float(state["first_seen"][1]))
+        self.first_seen = np.asarray(state["first_seen"], dtype=np.float64).reshape(2, self.num_envs).copy()
         if self.calibration is not None:
             self.calibration.load_state_dict(state["calibration"])
-        if self.cross_edges and state["graph_refreshes"] != self.graph.refreshes:
-            self.graph.refreshes = int(state["graph_refreshes"]) - 1
-            self.graph.refresh_cross(self.history)  # cross edges are a function of history and refresh count
+        self.last_refresh_step = int(state["last_refresh_step"])
+        if state["graph"]["refreshes"] or self.graph.refreshes:
+            self.graph.load_state_dict(state["graph"])
             self._rebuild_edges()
         if self.gnn is not None:
             self.gnn.load_state_dict(state["gnn"])
