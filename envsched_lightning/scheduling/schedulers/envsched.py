@@ -43,7 +43,7 @@ class EnvSchedScheduler(Scheduler):
         use_gnn: bool = True,
         gnn_min_observations: int = 64,
         gnn_hidden: int = 16,
-        gnn_train_steps: int = 4,
+        gnn_train_steps: int = 2,
         ppr_alpha: float = 0.5,
         ppr_iters: int = 2,
         coverage: float = 0.3,
