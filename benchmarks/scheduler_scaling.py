@@ -1,6 +1,6 @@
 """Scheduler cost at 10k, 100k and 1M tasks: select + update wall time per step and peak memory.
 
-    python -m benchmarks.scheduler_scaling [--sizes 10000 100000 1000000] [--steps 20]
+    python -m benchmarks.scheduler_scaling [--sizes 10000 100000 1000000] [--steps 30]
 
 Each (scheduler, N) runs in its own process so peak RSS is its own. Tasks come from templates
 (shared tools, state keys, execution pattern), about 10 intra- plus 5 cross-environment edges per
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     p.add_argument("--schedulers", nargs="*", default=["random", "envsched"])
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--steps", type=int, default=30)
     p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--worker", nargs=2, metavar=("NAME", "N"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)

@@ -92,9 +92,11 @@ class IncrementalPPR:
         delta = new - self.s[nodes]
         self.s[nodes] = new
         support, term = nodes, delta
-        for c in self._coefficients():
+        coefficients = self._coefficients()
+        for k, c in enumerate(coefficients):
             self.f[support] += c * term  # support is unique: plain fancy-index add is exact
-            support, term = self.adj.push(support, term)
+            if k + 1 < len(coefficients):  # the last term needs no further push
+                support, term = self.adj.push(support, term)
 
     def estimate(self, prior: float, shrink: float = 0.05) -> np.ndarray:
         """float32[N]: smoothed value, shrunk toward `prior` by how little evidence reached a node."""
