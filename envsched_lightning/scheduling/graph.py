@@ -14,45 +14,13 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from .cross_lsh import CrossEnvLSH
 from .features import pattern_vectors, static_features
 from .history import TaskHistory
-from .similarity import SparseSimilarity, sorted_unique, task_similarity, top_k_per_node
+from .similarity import SparseSimilarity, task_similarity
 from .types import TaskSpec
 
 INTRA, CROSS = 0, 1
-
-
-def cross_env_similarity(
-    vectors: np.ndarray, env_ids: np.ndarray, k: int, tables: int = 6, bits: int = 10, window: int = 3, seed: int = 0
-) -> SparseSimilarity:
-    """kNN between tasks of different environments by random-hyperplane LSH on `vectors` (cosine)."""
-    n, d = vectors.shape
-    rng = np.random.default_rng(seed)
-    v = vectors - vectors.mean(0, keepdims=True)
-    v = np.concatenate([v, np.full((n, 1), 0.1, np.float32)], 1)  # identical vectors stay similar after centring
-    d += 1
-    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-6)
-    src_all, dst_all = [], []
-    for _ in range(tables):
-        planes = rng.standard_normal((d, bits)).astype(np.float32)
-        code = ((v @ planes) > 0).astype(np.int64) @ (1 << np.arange(bits, dtype=np.int64))
-        # bucket, then a random order inside it: one int64 sort key instead of a two-key lexsort
-        order = np.argsort((code << 40) | rng.integers(0, 1 << 40, n))
-        sc = code[order]
-        for off in range(1, window + 1):
-            same = sc[off:] == sc[:-off]
-            a, b = order[:-off][same], order[off:][same]
-            other = env_ids[a] != env_ids[b]
-            src_all.append(a[other])
-            dst_all.append(b[other])
-    src = np.concatenate(src_all) if src_all else np.zeros(0, np.int64)
-    dst = np.concatenate(dst_all) if dst_all else np.zeros(0, np.int64)
-    # tables find the same pair many times: weigh each distinct pair once
-    pair = sorted_unique(np.minimum(src, dst) * n + np.maximum(src, dst))
-    src, dst = pair // n, pair % n
-    w = np.clip((v[src] * v[dst]).sum(1), 0.0, 1.0).astype(np.float32)
-    keep = w > 0.05
-    return top_k_per_node(n, src[keep], dst[keep], w[keep], k)
 
 
 class TaskGraph:
@@ -66,23 +34,32 @@ class TaskGraph:
         self.pattern_x = pattern_vectors(specs)  # [N, NUM_DIM + RT_DIM]
         self.intra = task_similarity(specs, k=k_intra, seed=seed, patterns=self.pattern_x)
         self.refreshes = 0
+        self._lsh = CrossEnvLSH(self.pattern_x, env_ids, k_cross, seed=seed)
         self.cross = self._cross(None)
 
-    def _cross(self, history: TaskHistory | None) -> SparseSimilarity:
+    def _cross_vectors(self, history: TaskHistory | None) -> np.ndarray:
+        """[N, pattern + 4]: static pattern, observed flag, and (observed tasks only) reward mean,
+        2 x std and log length, weighted so observed behaviour outweighs the static pattern."""
+        n = self.num_nodes
+        if history is None:
+            return np.concatenate([self.pattern_x, np.zeros((n, 4), np.float32)], 1)
+        obs = history.observed.astype(np.float32)[:, None]
+        stats = np.stack([history.ema_mean, 2 * history.ema_std, np.log1p(history.ema_len)], 1).astype(np.float32)
+        return np.concatenate([self.pattern_x, obs, 2.0 * stats * obs], 1)
+
+    def _cross(self, history: TaskHistory | None, changed: np.ndarray | None = None) -> SparseSimilarity:
         if self.k_cross == 0:  # the relation switched off (ablation): no edges, nothing to refresh
             return SparseSimilarity.empty(self.num_nodes)
-        vec = self.pattern_x
-        if history is not None:
-            obs = history.observed.astype(np.float32)[:, None]
-            stats = np.stack([history.ema_mean, 2 * history.ema_std, np.log1p(history.ema_len)], 1).astype(np.float32)
-            vec = np.concatenate([vec, obs, 2.0 * stats * obs], 1)  # observed behaviour outweighs static pattern
-        return cross_env_similarity(vec, self.env_ids, self.k_cross, seed=self.seed + self.refreshes)
+        rng = np.random.default_rng(self.seed + self.refreshes)
+        previous = self.cross if changed is not None else None
+        return self._lsh.build(self._cross_vectors(history), rng, changed=changed, previous=previous)
 
-    def refresh_cross(self, history: TaskHistory) -> None:
+    def refresh_cross(self, history: TaskHistory, changed: np.ndarray | None = None) -> None:
         """Rebuild cross-environment edges from static patterns plus observed reward statistics.
-        With ``k_cross == 0`` the relation stays empty."""
+        `changed`: the tasks whose statistics moved since the last build (only they draw new
+        candidates); None rebuilds from scratch. With ``k_cross == 0`` the relation stays empty."""
         self.refreshes += 1
-        self.cross = self._cross(history)
+        self.cross = self._cross(history, changed)
 
     def state_dict(self) -> dict:
         """What a refresh changed: the cross relation as built from the history *at* that refresh,

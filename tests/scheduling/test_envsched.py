@@ -201,3 +201,36 @@ def test_cross_edges_refresh_only_after_enough_tasks_changed():
     assert sched.graph.refreshes == 0
     _drive(sched, 2, start=2)  # 24 picks, at least 15 of them distinct
     assert sched.graph.refreshes == 1
+
+
+def test_incremental_cross_refresh_keeps_unchanged_edges_and_links_tasks_that_now_behave_alike():
+    from envsched_lightning.scheduling.graph import TaskGraph
+    from envsched_lightning.scheduling.history import TaskHistory
+
+    def pool(env, pattern, n):
+        return [TaskSpec(env=env, task_id=f"t{i}", tools=(f"{env}.x",), features={f"pattern_{pattern}": 1.0, "n_calls": 2.0})
+                for i in range(n)]
+
+    specs = pool("a", "lookup", 30) + pool("b", "refuse", 30) + pool("c", "lookup", 30)
+    env_ids = np.repeat(np.arange(3), 30)
+    graph = TaskGraph(specs, env_ids, k_cross=5)
+    before = graph.cross
+    src, dst = before.sources(), before.indices
+    assert not ((env_ids[src] == 0) & (env_ids[dst] == 1)).any()  # different patterns: not linked yet
+
+    history = TaskHistory(len(specs))
+    changed = np.r_[0:10, 30:40]  # task i of a and task i of b now score alike (10 different profiles)
+    history.record([RolloutGroup(int(i), [1.0] * (1 + i % 10 % 7) + [0.0] * (7 - i % 10 % 7), [1.0 + i % 10] * 8)
+                    for i in changed])
+    graph.refresh_cross(history, changed)
+    after = graph.cross
+
+    src2, dst2 = after.sources(), after.indices
+    linked = (env_ids[src2] == 0) & (env_ids[dst2] == 1)
+    assert linked.any() and np.isin(src2[linked], changed).all() and np.isin(dst2[linked], changed).all()
+    # an edge between two tasks whose statistics did not move survives, with its weight, unless
+    # a changed task displaced it from both endpoints' top k
+    untouched = ~np.isin(src, changed) & ~np.isin(dst, changed)
+    kept = [after.pair(int(i), int(j)) for i, j in zip(src[untouched], dst[untouched])]
+    assert np.mean(np.asarray(kept) > 0) > 0.8
+    assert np.allclose([k for k in kept if k > 0], [w for w, k in zip(before.weights[untouched], kept) if k > 0])

@@ -222,7 +222,8 @@ class EnvSchedScheduler(Scheduler):
         h = self.history
         self.ppr.update(nodes, 2 * h.ema_std[nodes].astype(np.float64), h.observed[nodes])
         if self._refresh_due():
-            self.graph.refresh_cross(self.history)
+            changed = np.flatnonzero(self.history.last_step > self.last_refresh_step)
+            self.graph.refresh_cross(self.history, changed)
             self.last_refresh_step = self.history.step
             self._rebuild_edges()
 

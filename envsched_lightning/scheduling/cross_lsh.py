@@ -1,0 +1,98 @@
+"""Cross-environment kNN by random-hyperplane LSH, rebuilt incrementally as statistics change.
+
+A task's embedding is its execution-pattern vector plus its observed reward statistics, centred
+by a fixed (static) mean, so it moves only when that task's own statistics do. The hyperplanes
+are fixed per graph, so a rebuild can limit new candidates to the tasks whose statistics changed:
+each of them draws a few random members of its bucket in every table, the old edges between
+unchanged tasks stay as they were, and old edges touching a changed task are re-weighed. The cost
+of a rebuild then follows the number of changed tasks plus one pass over the existing cross
+edges, not the pool size times the number of tables.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .similarity import SparseSimilarity, top_k_per_node
+
+_CHUNK = 1 << 20  # rows per block when weighing candidate pairs: keeps temporaries small
+
+
+class CrossEnvLSH:
+    def __init__(self, static: np.ndarray, env_ids: np.ndarray, k: int, tables: int = 6, bits: int = 10,
+                 samples: int = 3, seed: int = 0, min_weight: float = 0.05) -> None:
+        """`static`: float[N, S] pattern vectors, the leading columns of every embedding."""
+        if not 1 <= bits <= 15:
+            raise ValueError(f"bits must be in [1, 15] (bucket ids are int16), got {bits}")
+        self.centre = static.mean(0).astype(np.float32)
+        self.env_ids, self.k = env_ids, k
+        self.tables, self.bits, self.samples, self.seed, self.min_weight = tables, bits, samples, seed, min_weight
+
+    def embed(self, vectors: np.ndarray) -> np.ndarray:
+        """float32[N, D + 1]: static part centred, a small constant column (identical vectors stay
+        similar after centring), rows scaled to unit length (cosine = dot product)."""
+        v = vectors.astype(np.float32, copy=True)
+        v[:, : self.centre.shape[0]] -= self.centre
+        v = np.concatenate([v, np.full((v.shape[0], 1), 0.1, np.float32)], 1)
+        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-6)
+
+    def _codes(self, emb: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """int16[tables, N]: bucket of every task in every table, under hyperplanes drawn for this
+        build (fresh planes each build vary which near neighbours a changed task meets)."""
+        planes = rng.standard_normal((self.tables, emb.shape[1], self.bits)).astype(np.float32)
+        weights = (1 << np.arange(self.bits)).astype(np.int16)
+        return np.stack([((emb @ p) > 0).astype(np.int16) @ weights for p in planes])
+
+    def _sample(self, codes: np.ndarray, nodes: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(src, dst): per table, tasks in a random order inside their bucket, and each node of
+        `nodes` paired with the `samples` tasks on either side of it in that order (same bucket,
+        different environment). A pair may come out twice: `top_k_per_node` keeps one."""
+        n = codes.shape[1]
+        src_all, dst_all = [], []
+        for code in codes:
+            order = np.argsort((code.astype(np.int64) << 40) | rng.integers(0, 1 << 40, n))
+            where = np.empty(n, np.int64)
+            where[order] = np.arange(n)
+            pos = where[nodes]
+            # every task in `nodes`: its backward pairs are another's forward ones, so one side does
+            sides = (1,) if nodes.size == n else (-1, 1)
+            for off in range(1, self.samples + 1):
+                for other_pos in (pos + side * off for side in sides):
+                    ok = (other_pos >= 0) & (other_pos < n)
+                    a, b = nodes[ok], order[other_pos[ok]]
+                    keep = (code[a] == code[b]) & (self.env_ids[a] != self.env_ids[b])
+                    src_all.append(a[keep])
+                    dst_all.append(b[keep])
+        return np.concatenate(src_all), np.concatenate(dst_all)
+
+    @staticmethod
+    def _weigh(emb: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        out = np.empty(src.shape[0], np.float32)
+        for a in range(0, src.shape[0], _CHUNK):
+            b = a + _CHUNK
+            out[a:b] = np.einsum("ij,ij->i", emb[src[a:b]], emb[dst[a:b]])
+        return np.clip(out, 0.0, 1.0)
+
+    def build(self, vectors: np.ndarray, rng: np.random.Generator, changed: np.ndarray | None = None,
+              previous: SparseSimilarity | None = None) -> SparseSimilarity:
+        """Cross edges for `vectors` [N, D]. With `changed` (task indices whose vectors moved since
+        `previous` was built), only those tasks draw new candidates; otherwise every task does."""
+        n = vectors.shape[0]
+        emb = self.embed(vectors)
+        codes = self._codes(emb, rng)
+        incremental = changed is not None and previous is not None
+        nodes = np.asarray(changed, dtype=np.int64) if incremental else np.arange(n)
+        src, dst = self._sample(codes, nodes, rng)
+        w = self._weigh(emb, src, dst)
+        if incremental:
+            old_src, old_dst = previous.sources(), previous.indices
+            half = old_src < old_dst  # each undirected edge once
+            old_src, old_dst, old_w = old_src[half], old_dst[half], previous.weights[half]
+            moved = np.zeros(n, dtype=bool)
+            moved[nodes] = True
+            touched = moved[old_src] | moved[old_dst]
+            old_w = old_w.copy()
+            old_w[touched] = self._weigh(emb, old_src[touched], old_dst[touched])
+            src, dst, w = np.concatenate([src, old_src]), np.concatenate([dst, old_dst]), np.concatenate([w, old_w])
+        keep = w > self.min_weight
+        return top_k_per_node(n, src[keep], dst[keep], w[keep], self.k)
