@@ -1,12 +1,12 @@
 """Cross-environment kNN by random-hyperplane LSH, rebuilt incrementally as statistics change.
 
 A task's embedding is its execution-pattern vector plus its observed reward statistics, centred
-by a fixed (static) mean, so it moves only when that task's own statistics do. The hyperplanes
-are fixed per graph, so a rebuild can limit new candidates to the tasks whose statistics changed:
-each of them draws a few random members of its bucket in every table, the old edges between
-unchanged tasks stay as they were, and old edges touching a changed task are re-weighed. The cost
-of a rebuild then follows the number of changed tasks plus one pass over the existing cross
-edges, not the pool size times the number of tables.
+by a fixed (static) mean, so it moves only when that task's own statistics do. An edge between
+two unchanged tasks therefore keeps its weight, and a rebuild can limit new candidates to the
+tasks whose statistics changed: each of them meets its bucket neighbours in every table (under
+hyperplanes drawn for this build), the old edges between unchanged tasks stay, and old edges
+touching a changed task are re-weighed. The cost of a rebuild follows the number of changed tasks
+plus one pass over the existing cross edges, not the pool size times the number of tables.
 """
 
 from __future__ import annotations

@@ -221,22 +221,24 @@ class EnvSchedScheduler(Scheduler):
         self._last_nodes = nodes
         h = self.history
         self.ppr.update(nodes, 2 * h.ema_std[nodes].astype(np.float64), h.observed[nodes])
-        if self._refresh_due():
-            changed = np.flatnonzero(self.history.last_step > self.last_refresh_step)
+        changed = self._refresh_due()
+        if changed is not None:
             self.graph.refresh_cross(self.history, changed)
             self.last_refresh_step = self.history.step
             self._rebuild_edges()
 
-    def _refresh_due(self) -> bool:
-        """Cross edges follow observed statistics, so they are rebuilt once `cross_refresh_every`
-        updates have passed *and* at least `cross_refresh_fraction` of the tasks have new
-        statistics since the last rebuild: on a large pool a batch moves a sliver of the graph,
-        and the O(N + E) rebuild is paid per that much change, not per step."""
+    def _refresh_due(self) -> np.ndarray | None:
+        """The tasks with new statistics since the last cross-edge rebuild, if a rebuild is due.
+
+        Cross edges follow observed statistics, so they are rebuilt once `cross_refresh_every`
+        updates have passed *and* at least `cross_refresh_fraction` of the tasks have changed: on a
+        large pool a batch moves a sliver of the graph, and a rebuild is paid per that much change,
+        not per step."""
         h = self.history
         if not self.cross_edges or h.step - self.last_refresh_step < self.cross_refresh_every:
-            return False
-        changed = np.count_nonzero(h.last_step > self.last_refresh_step)
-        return changed >= self.cross_refresh_fraction * self.num_tasks
+            return None
+        changed = np.flatnonzero(h.last_step > self.last_refresh_step)
+        return changed if changed.size >= self.cross_refresh_fraction * self.num_tasks else None
 
     # -- checkpointing -----------------------------------------------------------------------
     def _extra_state(self) -> dict:
