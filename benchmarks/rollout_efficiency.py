@@ -6,7 +6,8 @@ Prints a Markdown table: held-out score at steps 40 and 120, steps for the seed-
 reach uniform's 120-step score, the ratio 120 / that, per-seed wins (steps-to-target under 120
 against that seed's uniform run), rollouts spent, zero-variance share and scheduler time per step.
 DAPO-style dynamic sampling is a reference row: it trains only on informative groups but pays
-for every discarded rollout, so compare its rollouts, not its steps.
+for every discarded rollout, so compare its rollouts, not its steps. The oracle row is the
+ceiling: it reads the learner's true pass rates, which no scheduler can see.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import torch
 
 from envsched_lightning.scheduling import scheduler_names
-from envsched_lightning.simulation import WORLD_PRESETS, make_world, run_dynamic_sampling, run_scheduler
+from envsched_lightning.simulation import WORLD_PRESETS, make_world, run_dynamic_sampling, run_oracle, run_scheduler
 from envsched_lightning.simulation.report import format_table, summarize
 
 ABLATIONS = {
@@ -33,7 +34,7 @@ ABLATIONS = {
 
 
 def run(world: str = "default", seeds: int = 5, steps: int = 120, batch_size: int = 32, group_size: int = 8,
-        schedulers: list[str] | None = None, ablations: bool = False, dapo: bool = True) -> dict[str, list]:
+        schedulers: list[str] | None = None, ablations: bool = False, references: bool = True) -> dict[str, list]:
     w = make_world(world)
     names = schedulers or scheduler_names()
     names = ["random"] + [n for n in names if n != "random"]
@@ -45,8 +46,9 @@ def run(world: str = "default", seeds: int = 5, steps: int = 120, batch_size: in
         t0 = time.perf_counter()
         runs[label] = [run_scheduler(w, name, s, steps, batch_size, group_size, label=label, **opts) for s in range(seeds)]
         print(f"  {label:34s} {time.perf_counter() - t0:6.1f}s", flush=True)
-    if dapo:
+    if references:
         runs["dapo_dynamic_sampling (reference)"] = [run_dynamic_sampling(w, s, steps, batch_size, group_size) for s in range(seeds)]
+        runs["oracle: true top p(1-p) (ceiling)"] = [run_oracle(w, s, steps, batch_size, group_size) for s in range(seeds)]
     return runs
 
 

@@ -1,7 +1,7 @@
 """A simulated GRPO learner over many tool-use environments, for measuring schedulers cheaply."""
 
 from .learner import SimLearner
-from .loop import RunResult, run_dynamic_sampling, run_scheduler
+from .loop import RunResult, run_dynamic_sampling, run_oracle, run_scheduler
 from .world import WORLD_PRESETS, SimWorld, SimWorldConfig, make_world
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "WORLD_PRESETS",
     "make_world",
     "run_dynamic_sampling",
+    "run_oracle",
     "run_scheduler",
 ]
