@@ -20,13 +20,14 @@ _CHUNK = 1 << 20  # rows per block when weighing candidate pairs: keeps temporar
 
 class CrossEnvLSH:
     def __init__(self, static: np.ndarray, env_ids: np.ndarray, k: int, tables: int = 6, bits: int = 10,
-                 samples: int = 3, seed: int = 0, min_weight: float = 0.05) -> None:
-        """`static`: float[N, S] pattern vectors, the leading columns of every embedding."""
+                 samples: int = 3, min_weight: float = 0.05) -> None:
+        """`static`: float[N, S] pattern vectors, the leading columns of every embedding. All
+        randomness (hyperplanes, bucket order) comes from the generator given to `build`."""
         if not 1 <= bits <= 15:
             raise ValueError(f"bits must be in [1, 15] (bucket ids are int16), got {bits}")
         self.centre = static.mean(0).astype(np.float32)
         self.env_ids, self.k = env_ids, k
-        self.tables, self.bits, self.samples, self.seed, self.min_weight = tables, bits, samples, seed, min_weight
+        self.tables, self.bits, self.samples, self.min_weight = tables, bits, samples, min_weight
 
     def embed(self, vectors: np.ndarray) -> np.ndarray:
         """float32[N, D + 1]: static part centred, a small constant column (identical vectors stay

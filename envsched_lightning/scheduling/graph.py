@@ -34,7 +34,7 @@ class TaskGraph:
         self.pattern_x = pattern_vectors(specs)  # [N, NUM_DIM + RT_DIM]
         self.intra = task_similarity(specs, k=k_intra, seed=seed, patterns=self.pattern_x)
         self.refreshes = 0
-        self._lsh = CrossEnvLSH(self.pattern_x, env_ids, k_cross, seed=seed)
+        self._lsh = CrossEnvLSH(self.pattern_x, env_ids, k_cross)
         self.cross = self._cross(None)
 
     def _cross_vectors(self, history: TaskHistory | None) -> np.ndarray:
