@@ -26,10 +26,9 @@ class RowNormalizedGraph:
 
     def __init__(self, graph: TaskGraph, cross_weight: float = 0.5) -> None:
         n = graph.num_nodes
-        parts = [graph.relation(r) for r, scale in ((INTRA, 1.0), (CROSS, cross_weight)) if scale > 0]
-        scales = [scale for scale in (1.0, cross_weight) if scale > 0]
-        scaled = [SparseSimilarity(p.indptr, p.indices, p.weights * s) for p, s in zip(parts, scales)]
-        merged = SparseSimilarity.concat_rows(scaled) if scaled else SparseSimilarity.empty(n)
+        scaled = [SparseSimilarity(s.indptr, s.indices, s.weights * scale)
+                  for s, scale in ((graph.relation(INTRA), 1.0), (graph.relation(CROSS), cross_weight)) if scale > 0]
+        merged = SparseSimilarity.concat_rows(scaled)  # the intra relation is always there
         row, col = merged.sources(), merged.indices
         raw = merged.weights.astype(np.float64)
         deg = np.maximum(np.bincount(row, weights=raw, minlength=n), 1e-12)

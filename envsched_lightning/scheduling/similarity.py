@@ -19,6 +19,16 @@ from .types import TaskSpec
 _PRIME = (1 << 31) - 1
 
 
+def max_per_key(key: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, the largest weight of each): one int64 sort, no multi-key lexsort."""
+    order = np.argsort(key)
+    key, w = key[order], w[order]
+    if not key.size:
+        return key, w
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return key[starts], np.maximum.reduceat(w, starts)
+
+
 @dataclass
 class SparseSimilarity:
     """Symmetric kNN similarity in CSR form: ``neighbours(i)`` are (indices, weights in (0, 1])."""
@@ -69,13 +79,7 @@ class SparseSimilarity:
         """Symmetrise (max weight per pair), drop self loops, and pack as CSR."""
         src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
         keep = src != dst
-        key = src[keep].astype(np.int64) * n + dst[keep]  # one int64 sort key: (row, column)
-        w = w[keep].astype(np.float32)
-        order = np.argsort(key)
-        key, w = key[order], w[order]
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64)
-        w = np.maximum.reduceat(w, starts) if key.size else w
-        key = key[starts]
+        key, w = max_per_key(src[keep].astype(np.int64) * n + dst[keep], w[keep].astype(np.float32))  # (row, column)
         src, dst = key // n, key % n
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
@@ -142,12 +146,7 @@ def top_k_per_node(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray, k: i
     # one entry per unordered pair (bands and tables repeat pairs), with its largest weight
     lo, hi = np.minimum(src, dst).astype(np.int64), np.maximum(src, dst).astype(np.int64)
     keep = lo != hi
-    key, w = lo[keep] * n + hi[keep], np.clip(np.asarray(w, dtype=np.float64)[keep], 0.0, 1.0)
-    order = np.argsort(key)
-    key, w = key[order], w[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64)
-    w = np.maximum.reduceat(w, starts) if key.size else w
-    key = key[starts]
+    key, w = max_per_key(lo[keep] * n + hi[keep], np.clip(np.asarray(w, dtype=np.float64)[keep], 0.0, 1.0))
     s2, d2 = np.concatenate([key // n, key % n]), np.concatenate([key % n, key // n])
     w2 = np.concatenate([w, w])
     # strongest first within each source: one int64 sort on (source, 32-bit quantised 1 - w)

@@ -7,7 +7,6 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from types import MappingProxyType
 
 import numpy as np
@@ -80,11 +79,11 @@ class RolloutGroup:
     rewards: Sequence[float]
     lengths: Sequence[float] | None = None
 
-    @cached_property
+    @property
     def mean(self) -> float:
         return sum(self.rewards) / len(self.rewards)
 
-    @cached_property
+    @property
     def std(self) -> float:
         """Population std of the group's rewards (what GRPO's advantage scale uses)."""
         m = self.mean
