@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,10 @@ def test_wandb_offline_run_holds_decisions_table_heatmap_and_config(tmp_path, mo
     assert list((media / "images" / "sched").glob("heatmap_*.png"))
     assert Path(out["heatmap"]).is_file()  # the PNG also lies in the run directory
     (log,) = run.glob("run-*.wandb")  # an offline run keeps its config in the run log until `wandb sync`
+    # the W&B service process may still be writing the log when `finish` returns on a loaded machine
+    deadline = time.monotonic() + 60
+    while b"envsched_datamodule.EnvSchedDataModule" not in log.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert b"envsched_datamodule.EnvSchedDataModule" in log.read_bytes()
 
 
