@@ -53,6 +53,14 @@ class SparseSimilarity:
         a, b = self.indptr[i], self.indptr[i + 1]
         return self.indices[a:b], self.weights[a:b]
 
+    def neighbour_max(self, values: np.ndarray, fill: float) -> np.ndarray:
+        """float64[N]: the largest of `values` over each node's neighbours (`fill` for a node with none)."""
+        out = np.full(self.num_nodes, fill, dtype=np.float64)
+        rows = np.flatnonzero(np.diff(self.indptr) > 0)
+        if rows.size:
+            out[rows] = np.maximum.reduceat(np.asarray(values, dtype=np.float64)[self.indices], self.indptr[rows])
+        return out
+
     def pair(self, i: int, j: int) -> float:
         nbr, w = self.neighbours(i)
         hit = np.flatnonzero(nbr == j)

@@ -43,6 +43,25 @@ def test_unseen_task_with_high_variance_neighbours_scores_higher():
     assert pred[0] > pred[8] + 0.3
 
 
+def test_exploration_moves_to_classes_nobody_looked_at_lately():
+    seen = family("a", "seen", 6, ("pay", "refund"))
+    dark = family("a", "dark", 6, ("search", "list"))
+    sched = build_scheduler("envsched", seen + dark, use_gnn=False, quota=False, penalty=0.0, cross_edges=False)
+    sched.update([group(0, 4)])  # one task of the "seen" class is observed
+    bonus = sched.coverage_bonus()
+    assert bonus[1] < 0.6 * bonus[6]  # its untried sibling: half the coverage of an untried "dark" task
+    for _ in range(30):  # nobody looks at the class again: its siblings' coverage recovers
+        sched.update([group(11, 4)])
+    bonus = sched.coverage_bonus()
+    assert bonus[7] < 0.6 * bonus[1]  # and now it is the "dark" class that was just looked at
+    off = build_scheduler("envsched", seen + dark, use_gnn=False, quota=False, penalty=0.0, cross_edges=False,
+                          sibling_halflife=0.0)
+    off.update([group(0, 4)])
+    assert off.coverage_bonus()[1] == pytest.approx(off.coverage_bonus()[6])
+    with pytest.raises(ValueError, match="sibling_halflife"):
+        build_scheduler("envsched", seen, sibling_halflife=-1.0)
+
+
 def test_gnn_earns_trust_only_from_held_back_error():
     specs = family("a", "x", 40, ("t1",)) + family("b", "y", 40, ("u1",))
     sched = build_scheduler("envsched", specs, gnn_min_observations=30)

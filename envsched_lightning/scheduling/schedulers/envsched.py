@@ -18,7 +18,7 @@ import torch
 
 from ..constraints import EnvQuota, SimilarityPenalty
 from ..features import HISTORY_DIM, STATIC_DIM, history_features
-from ..graph import TaskGraph
+from ..graph import INTRA, TaskGraph
 from ..predictor import OnlineGNN
 from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..base import Scheduler
@@ -48,6 +48,7 @@ class EnvSchedScheduler(Scheduler):
         ppr_iters: int = 2,
         coverage: float = 0.3,
         coverage_halflife: float = 40.0,
+        sibling_halflife: float = 5.0,
         quota: bool | dict = True,
         penalty: float = 1.0,
         jitter: float = 1e-3,
@@ -67,6 +68,9 @@ class EnvSchedScheduler(Scheduler):
         self.use_gnn, self.gnn_min_observations = use_gnn, gnn_min_observations
         self.ppr_alpha, self.ppr_iters = ppr_alpha, ppr_iters
         self.coverage, self.coverage_halflife, self.jitter = coverage, coverage_halflife, jitter
+        if sibling_halflife < 0:
+            raise ValueError(f"sibling_halflife must be >= 0 (0 switches it off), got {sibling_halflife}")
+        self.sibling_halflife = sibling_halflife
         # the graph is a function of the specs alone (not of the run's seed), so a checkpoint from
         # any run of this task pool resumes onto an identical graph
         self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 0,
@@ -180,11 +184,27 @@ class EnvSchedScheduler(Scheduler):
         return ppr if w == 0.0 else (1 - w) * ppr + w * self.predict_gnn()
 
     def coverage_bonus(self) -> np.ndarray:
+        """Exploration bonus: rare and long-unseen tasks first, with a weight that decays over
+        training. A never-tried task whose same-environment neighbour was just observed gets up to
+        half less: propagation already carries its class's current state, so the exploration goes
+        to classes nobody has looked at lately."""
         h = self.history
         weight = self.coverage * 0.5 ** (h.step / self.coverage_halflife)
         rarity = 1.0 / np.sqrt(1.0 + h.count)
         stale = np.minimum(1.0, np.log1p(h.staleness()) / math.log1p(h.step + 1)) if h.step else np.ones(h.num_tasks)
+        if self.sibling_halflife > 0 and h.step:
+            stale = np.where(h.observed, stale, 1.0 - 0.5 * self._sibling_freshness())
         return (weight * rarity * stale).astype(np.float32)
+
+    def _sibling_freshness(self) -> np.ndarray:
+        """float[N] in [0, 1]: 0.5 ** (updates since any intra-environment neighbour was last
+        observed / `sibling_halflife`); 0 where none ever was. A function of the history and the
+        static intra relation, so it needs no state of its own and resumes exactly."""
+        def compute() -> np.ndarray:
+            last = self.graph.relation(INTRA).neighbour_max(self.history.last_step, fill=-1.0)
+            age = self.history.step - last
+            return np.where(last >= 0, 0.5 ** (age / self.sibling_halflife), 0.0)
+        return self._cached("sibling_freshness", compute)
 
     def _priorities(self, batch_size: int) -> dict[str, np.ndarray]:
         pred = self.predict()
