@@ -28,6 +28,7 @@ ABLATIONS = {
     "envsched -gnn (closed form only)": {"use_gnn": False},
     "envsched -own-outcome calibration": {"calibrate": False},
     "envsched -coverage": {"coverage": 0.0},
+    "envsched -sibling-aware coverage": {"sibling_halflife": 0.0},
     "envsched -quotas": {"quota": False},
     "envsched -similarity_penalty": {"penalty": 0.0},
 }

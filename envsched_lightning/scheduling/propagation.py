@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import CROSS, INTRA, TaskGraph
-from .similarity import SparseSimilarity
+from .similarity import SparseSimilarity, row_positions
 
 
 class RowNormalizedGraph:
@@ -50,10 +50,7 @@ class RowNormalizedGraph:
         """A @ v for v sparse (v[nodes] = x [S, C], zero elsewhere) -> (support, values [S', C])."""
         if nodes.size == 0:
             return nodes, x
-        starts, stops = self.t_indptr[nodes], self.t_indptr[nodes + 1]
-        lens = stops - starts
-        seg = np.repeat(np.arange(nodes.size), lens)
-        pos = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(lens.sum())
+        seg, pos = row_positions(self.t_indptr, nodes)
         tgt, w = self.t_rows[pos], self.t_vals[pos]
         dense = np.stack([np.bincount(tgt, weights=w * x[seg, c], minlength=self.num_nodes) for c in range(x.shape[1])], 1)
         support = np.flatnonzero(np.bincount(tgt, minlength=self.num_nodes))  # sorted, unique

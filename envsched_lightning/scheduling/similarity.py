@@ -29,6 +29,16 @@ def max_per_key(key: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return key[starts], np.maximum.reduceat(w, starts)
 
 
+def row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(segment, position) of every stored entry of `rows` in a CSR: `segment` says which of
+    `rows` an entry belongs to, `position` indexes the CSR's entry arrays. O(entries), no loop."""
+    starts = indptr[rows]
+    lens = indptr[rows + 1] - starts
+    seg = np.repeat(np.arange(rows.shape[0]), lens)
+    pos = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+    return seg, pos
+
+
 @dataclass
 class SparseSimilarity:
     """Symmetric kNN similarity in CSR form: ``neighbours(i)`` are (indices, weights in (0, 1])."""
@@ -52,6 +62,10 @@ class SparseSimilarity:
     def neighbours(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         a, b = self.indptr[i], self.indptr[i + 1]
         return self.indices[a:b], self.weights[a:b]
+
+    def neighbour_ids(self, nodes: np.ndarray) -> np.ndarray:
+        """int64[sum of degrees]: the neighbours of every node in `nodes`, concatenated (repeats kept)."""
+        return self.indices[row_positions(self.indptr, nodes)[1]]
 
     def neighbour_max(self, values: np.ndarray, fill: float) -> np.ndarray:
         """float64[N]: the largest of `values` over each node's neighbours (`fill` for a node with none)."""

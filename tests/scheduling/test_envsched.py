@@ -253,3 +253,16 @@ def test_incremental_cross_refresh_keeps_unchanged_edges_and_links_tasks_that_no
     kept = [after.pair(int(i), int(j)) for i, j in zip(src[untouched], dst[untouched])]
     assert np.mean(np.asarray(kept) > 0) > 0.8
     assert np.allclose([k for k in kept if k > 0], [w for w, k in zip(before.weights[untouched], kept) if k > 0])
+
+
+def test_sibling_recency_kept_per_update_equals_the_one_rebuilt_on_resume():
+    specs = family("a", "x", 12, ("t1", "t2")) + family("a", "y", 12, ("u1",)) + family("b", "z", 12, ("t1",))
+    sched = build_scheduler("envsched", specs, use_gnn=False)
+    rng = np.random.default_rng(0)
+    for _ in range(7):
+        idx = sched.select(5)
+        sched.update([group(i, int(rng.integers(0, 9))) for i in idx])
+    kept = sched.coverage_bonus()
+    resumed = build_scheduler("envsched", specs, use_gnn=False)
+    resumed.load_state_dict(sched.state_dict())
+    np.testing.assert_array_equal(resumed.coverage_bonus(), kept)

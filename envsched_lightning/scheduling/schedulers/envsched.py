@@ -71,6 +71,7 @@ class EnvSchedScheduler(Scheduler):
         if sibling_halflife < 0:
             raise ValueError(f"sibling_halflife must be >= 0 (0 switches it off), got {sibling_halflife}")
         self.sibling_halflife = sibling_halflife
+        self._sibling_last = np.full(len(specs), -1, dtype=np.int64)  # see _recompute_sibling_last
         # the graph is a function of the specs alone (not of the run's seed), so a checkpoint from
         # any run of this task pool resumes onto an identical graph
         self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 0,
@@ -198,13 +199,15 @@ class EnvSchedScheduler(Scheduler):
 
     def _sibling_freshness(self) -> np.ndarray:
         """float[N] in [0, 1]: 0.5 ** (updates since any intra-environment neighbour was last
-        observed / `sibling_halflife`); 0 where none ever was. A function of the history and the
-        static intra relation, so it needs no state of its own and resumes exactly."""
-        def compute() -> np.ndarray:
-            last = self.graph.relation(INTRA).neighbour_max(self.history.last_step, fill=-1.0)
-            age = self.history.step - last
-            return np.where(last >= 0, 0.5 ** (age / self.sibling_halflife), 0.0)
-        return self._cached("sibling_freshness", compute)
+        observed / `sibling_halflife`); 0 where none ever was."""
+        last = self._sibling_last
+        return np.where(last >= 0, 0.5 ** ((self.history.step - last) / self.sibling_halflife), 0.0)
+
+    def _recompute_sibling_last(self) -> None:
+        """The latest observation step over each task's intra neighbours, from the history: O(E),
+        for a resume. `update` keeps it current in O(batch x k) (the relation is symmetric, so
+        marking the neighbours of the observed tasks is the same)."""
+        self._sibling_last = self.graph.relation(INTRA).neighbour_max(self.history.last_step, fill=-1.0).astype(np.int64)
 
     def _priorities(self, batch_size: int) -> dict[str, np.ndarray]:
         pred = self.predict()
@@ -240,6 +243,7 @@ class EnvSchedScheduler(Scheduler):
         nodes = np.unique([g.index for g in groups])
         self._last_nodes = nodes
         h = self.history
+        self._sibling_last[self.graph.relation(INTRA).neighbour_ids(nodes)] = h.step
         self.ppr.update(nodes, 2 * h.ema_std[nodes].astype(np.float64), h.observed[nodes])
         changed = self._refresh_due()
         if changed is not None:
@@ -285,4 +289,5 @@ class EnvSchedScheduler(Scheduler):
             self.gnn.load_state_dict(state["gnn"])
         h = self.history
         self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)  # PPR state is a function of history
+        self._recompute_sibling_last()
         self._cache.clear()
