@@ -199,9 +199,13 @@ class EnvSchedScheduler(Scheduler):
 
     def _sibling_freshness(self) -> np.ndarray:
         """float[N] in [0, 1]: 0.5 ** (updates since any intra-environment neighbour was last
-        observed / `sibling_halflife`); 0 where none ever was."""
-        last = self._sibling_last
-        return np.where(last >= 0, 0.5 ** ((self.history.step - last) / self.sibling_halflife), 0.0)
+        observed / `sibling_halflife`); 0 where none ever was, or so long ago that it rounds to 0
+        (beyond 20 half-lives), which keeps the power to the few recent ones on a large pool."""
+        step, half = self.history.step, self.sibling_halflife
+        fresh = np.zeros(self.num_tasks, dtype=np.float32)
+        recent = np.flatnonzero(self._sibling_last > max(step - 20 * half, -1))
+        fresh[recent] = np.exp2(-(step - self._sibling_last[recent]) / half)
+        return fresh
 
     def _recompute_sibling_last(self) -> None:
         """The latest observation step over each task's intra neighbours, from the history: O(E),
