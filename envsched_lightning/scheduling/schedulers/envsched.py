@@ -71,7 +71,7 @@ class EnvSchedScheduler(Scheduler):
         if sibling_halflife < 0:
             raise ValueError(f"sibling_halflife must be >= 0 (0 switches it off), got {sibling_halflife}")
         self.sibling_halflife = sibling_halflife
-        self._sibling_last = np.full(len(specs), -1, dtype=np.int64)  # see _recompute_sibling_last
+        self._sibling_last = np.full(self.num_tasks, -1, dtype=np.int64)  # see _recompute_sibling_last
         # the graph is a function of the specs alone (not of the run's seed), so a checkpoint from
         # any run of this task pool resumes onto an identical graph
         self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 0,
