@@ -113,31 +113,43 @@ def group_stats(groups: Sequence[RolloutGroup]) -> tuple[np.ndarray, np.ndarray,
     return index, mean, std, length
 
 
+def _unit_floats(values: tuple) -> bool:
+    """True when every value is a Python float in [0, 1] (NaN or inf make the sum non-finite):
+    the common case, checked in C-level loops."""
+    return set(map(type, values)) == {float} and math.isfinite(sum(values)) and min(values) >= 0.0 and max(values) <= 1.0
+
+
+def _lengths_ok(lengths: tuple[float, ...]) -> bool:
+    return math.isfinite(sum(lengths)) and min(lengths) >= 0.0
+
+
 def validate_groups(groups: Sequence[RolloutGroup], num_tasks: int) -> list[RolloutGroup]:
     """Check every group before any state changes, so a bad group never half-applies an update."""
     checked: list[RolloutGroup] = []
     for pos, g in enumerate(groups):
-        where = f"group {pos} (index={getattr(g, 'index', None)!r})"
+        def where() -> str:
+            return f"group {pos} (index={getattr(g, 'index', None)!r})"
+
         if not isinstance(g, RolloutGroup):
-            raise ValueError(f"{where}: expected RolloutGroup, got {type(g).__name__}")
+            raise ValueError(f"{where()}: expected RolloutGroup, got {type(g).__name__}")
         if isinstance(g.index, bool) or not isinstance(g.index, int):
-            raise ValueError(f"{where}: index must be an int")
+            raise ValueError(f"{where()}: index must be an int")
         if not 0 <= g.index < num_tasks:
-            raise ValueError(f"{where}: index out of range for {num_tasks} tasks")
-        rewards = list(g.rewards)
+            raise ValueError(f"{where()}: index out of range for {num_tasks} tasks")
+        rewards = tuple(g.rewards)
         if not rewards:
-            raise ValueError(f"{where}: empty group (no rewards)")
-        for r in rewards:
-            if type(r) is float and 0.0 <= r <= 1.0:  # the common case, without the ABC check below
-                continue
-            if isinstance(r, bool) or not isinstance(r, numbers.Real) or not math.isfinite(r):
-                raise ValueError(f"{where}: non-finite or non-numeric reward {r!r}")
-            if not 0.0 <= r <= 1.0:
-                raise ValueError(f"{where}: reward {r!r} outside [0, 1]")
+            raise ValueError(f"{where()}: empty group (no rewards)")
+        if not _unit_floats(rewards):
+            for r in rewards:
+                if isinstance(r, bool) or not isinstance(r, numbers.Real) or not math.isfinite(r):
+                    raise ValueError(f"{where()}: non-finite or non-numeric reward {r!r}")
+                if not 0.0 <= r <= 1.0:
+                    raise ValueError(f"{where()}: reward {r!r} outside [0, 1]")
+            rewards = tuple(map(float, rewards))
         lengths = None
         if g.lengths is not None:
-            lengths = [float(x) for x in g.lengths]
-            if len(lengths) != len(rewards) or not all(math.isfinite(x) and x >= 0 for x in lengths):
-                raise ValueError(f"{where}: lengths must be finite, non-negative, one per reward")
-        checked.append(RolloutGroup(g.index, tuple(float(r) for r in rewards), lengths and tuple(lengths)))
+            lengths = tuple(map(float, g.lengths))
+            if len(lengths) != len(rewards) or not _lengths_ok(lengths):
+                raise ValueError(f"{where()}: lengths must be finite, non-negative, one per reward")
+        checked.append(RolloutGroup(g.index, rewards, lengths))
     return checked
