@@ -1,7 +1,7 @@
 """A simulated GRPO learner over many tool-use environments, for measuring schedulers cheaply."""
 
 from .learner import SimLearner
-from .loop import RunResult, run_dynamic_sampling, run_oracle, run_scheduler
+from .loop import RunResult, run_class_informed, run_dynamic_sampling, run_oracle, run_scheduler
 from .world import WORLD_PRESETS, SimWorld, SimWorldConfig, make_world
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "SimWorldConfig",
     "WORLD_PRESETS",
     "make_world",
+    "run_class_informed",
     "run_dynamic_sampling",
     "run_oracle",
     "run_scheduler",

@@ -10,6 +10,7 @@ import numpy as np
 
 from envsched_lightning.scheduling import build_scheduler
 
+from .diagnostics import spec_classes
 from .learner import SimLearner
 from .world import SimWorld
 
@@ -38,10 +39,12 @@ def run_scheduler(
     group_size: int = 8,
     label: str | None = None,
     setup: Any = None,
+    learner: SimLearner | None = None,
     **options: Any,
 ) -> RunResult:
-    """`setup(scheduler)` may install constraints before the first step."""
-    learner = SimLearner(world, seed=seed, group_size=group_size)
+    """`setup(scheduler)` may install constraints before the first step; `learner` replaces the
+    fresh one a run starts from (a reference that reads its latent state needs it)."""
+    learner = learner or SimLearner(world, seed=seed, group_size=group_size)
     sched = build_scheduler(name, world.specs, seed=seed, **options)
     if setup is not None:
         setup(sched)
@@ -84,6 +87,34 @@ def run_dynamic_sampling(
         res.zero_var.append(1.0 - len(kept) / max(drawn, 1))
         res.sched_seconds.append(0.0)
     return res
+
+
+def run_class_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
+                       **options: Any) -> RunResult:
+    """envsched, except that every never-tried task is predicted by the *true* current mean of
+    2 sqrt(p (1 - p)) over its class (same visible signature, `diagnostics.spec_classes`).
+
+    That is the best any propagation from siblings could know, so the gap from this row to the
+    oracle is what no spec- and rollout-based prediction of untried tasks can close: the
+    instance-level spread within a class. Every member of a class gets the same value (a
+    leave-one-out mean would rank a class's worst instance first). A reference, never a
+    scheduler: it reads the learner's latent state."""
+    learner = SimLearner(world, seed=seed, group_size=group_size)
+    classes = spec_classes(world.specs)
+    class_size = np.bincount(classes)
+
+    def inform(sched: Any) -> None:
+        own = sched.predict
+
+        def predict() -> np.ndarray:
+            p = learner.pass_rate(world.train_idx)
+            truth = (np.bincount(classes, weights=np.minimum(1.0, 2.0 * np.sqrt(p * (1 - p)))) / class_size)[classes]
+            return np.where(sched.history.observed, own(), truth).astype(np.float32)
+
+        sched.predict = predict
+
+    return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label="class_informed", setup=inform,
+                         learner=learner, **options)
 
 
 def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8) -> RunResult:
