@@ -95,8 +95,13 @@ class VariancePredictor(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
+    @staticmethod
+    def base_logit(p0: Tensor) -> Tensor:
+        """The logit the learned correction is added to (clamped so 0 and 1 stay finite)."""
+        return torch.logit(p0.clamp(1e-3, 1 - 1e-3))
+
     def forward(self, x: Tensor, rel_edges: RelEdges) -> Tensor:
-        base = torch.logit(x[:, -1].clamp(1e-3, 1 - 1e-3))  # [N]
+        base = self.base_logit(x[:, -1])  # [N]
         h = torch.relu(self.conv1(x, rel_edges))  # [N, H]
         h = torch.relu(self.conv2(h, rel_edges))  # [N, H]
         return base + self.head(h).squeeze(-1)  # [N]
@@ -167,6 +172,13 @@ class OnlineGNN:
         nodes = torch.arange(x.shape[0]) if nodes is None else nodes
         subset, rel, pos = self._subgraph(nodes)
         return torch.sigmoid(self.model(x[subset], rel)[pos])
+
+    @torch.no_grad()
+    def predict_correction(self, x: Tensor, nodes: Tensor) -> Tensor:
+        """The learned logit correction to the closed-form estimate (input's last column) at
+        `nodes`: what stays valid when the closed form moves but the node was not re-run."""
+        subset, rel, pos = self._subgraph(nodes)
+        return self.model(x[subset], rel)[pos] - VariancePredictor.base_logit(x[nodes, -1])
 
     def fit(self, x: Tensor, nodes: np.ndarray, targets: np.ndarray) -> float:
         """A few gradient steps on this step's groups, with the inputs they had before the update.

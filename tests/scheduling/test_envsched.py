@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 from torch_geometric.data import Data
 
 from envsched_lightning.scheduling import EnvQuota, RolloutGroup, SimilarityPenalty, TaskSpec, build_scheduler
@@ -266,3 +267,22 @@ def test_sibling_recency_kept_per_update_equals_the_one_rebuilt_on_resume():
     resumed = build_scheduler("envsched", specs, use_gnn=False)
     resumed.load_state_dict(sched.state_dict())
     np.testing.assert_array_equal(resumed.coverage_bonus(), kept)
+
+
+def test_local_gnn_refresh_keeps_never_tried_neighbours_on_the_current_closed_form():
+    """Above `gnn_full_graph_max` tasks the GNN re-runs only the last groups and a rotating slice.
+    A never-tried neighbour of a just-observed task must still move with the closed form in that
+    step (its last correction applied to today's estimate), not keep the value of its last re-run."""
+    hot = family("a", "hot", 8, ("pay", "refund"))
+    cold = family("a", "cold", 8, ("search", "list"))
+    sched = build_scheduler("envsched", hot + cold, seed=0, quota=False, penalty=0.0, gnn_full_graph_max=0,
+                            gnn_refresh_period=1000)
+    assert sched.gnn.full_edges is None  # the local path, as on a large pool
+    before = sched.predict_gnn().copy()  # step 0 re-runs node 0 (the rotating slice) with the untrained model
+    sched.update([group(i, 4) for i in range(1, 8)])  # its siblings turn out informative
+    ppr, gnn = sched.predict_ppr(), sched.predict_gnn()
+    assert ppr[0] > before[0] + 0.1  # the closed form carries the news to the untried sibling ...
+    assert gnn[0] == pytest.approx(ppr[0], abs=1e-5)  # ... and so does the GNN path (zero correction so far)
+    x = sched._inputs()
+    rerun = sched.gnn.predict(x, torch.arange(1, 8)).numpy()
+    assert gnn[1:8] == pytest.approx(rerun, abs=1e-5)  # re-run nodes carry the trained model's output

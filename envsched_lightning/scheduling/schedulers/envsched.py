@@ -19,7 +19,7 @@ import torch
 from ..constraints import EnvQuota, SimilarityPenalty
 from ..features import HISTORY_DIM, STATIC_DIM, history_features
 from ..graph import INTRA, TaskGraph
-from ..predictor import OnlineGNN
+from ..predictor import OnlineGNN, VariancePredictor
 from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..base import Scheduler
 from ..calibration import OutcomeCalibration
@@ -54,6 +54,7 @@ class EnvSchedScheduler(Scheduler):
         jitter: float = 1e-3,
         graph_seed: int = 0,
         gnn_refresh_period: int = 200,
+        gnn_full_graph_max: int = 5_000,
         calibrate: bool = True,
         own_weight: float = 0.7,
         prior_strength: float = 8.0,
@@ -76,13 +77,14 @@ class EnvSchedScheduler(Scheduler):
         # any run of this task pool resumes onto an identical graph
         self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 0,
                                seed=graph_seed)
-        self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM + 1, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps) if use_gnn else None
+        self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM + 1, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps,
+                             full_graph_max=gnn_full_graph_max) if use_gnn else None
         self._cache: dict[str, tuple[tuple[int, int], np.ndarray]] = {}
         self.gnn_refresh_period = gnn_refresh_period
         self.calibration = OutcomeCalibration() if calibrate else None
         self.own_weight = own_weight
         self.prior_strength = prior_strength
-        self._gnn_values: np.ndarray | None = None  # large graphs: cached GNN output, refreshed locally
+        self._gnn_correction: np.ndarray | None = None  # large graphs: GNN logit corrections, refreshed locally
         self._last_nodes = np.zeros(0, dtype=np.int64)
         self._rebuild_edges()
         self.err = {"ppr": 0.0, "gnn": 0.0}  # EMA squared error on held-back groups
@@ -153,20 +155,23 @@ class EnvSchedScheduler(Scheduler):
         return self._cached("gnn", self._gnn_refresh)
 
     def _gnn_refresh(self) -> np.ndarray:
-        """Full-graph inference while the graph is small; on large graphs only the nodes whose
-        receptive field just changed (the last groups' neighbourhoods) plus a rotating slice, so a
-        step costs O(batch x degree^2 + N / gnn_refresh_period) instead of O(N + E)."""
+        """Full-graph inference while the graph is small. On large graphs the GNN's logit
+        correction of the closed form is re-run only for the nodes whose inputs just changed (the
+        last groups) plus a rotating slice, and every node's value is its latest correction applied
+        to the *current* closed form, so propagation reaches a never-tried neighbour in the same
+        step while a step costs O(batch x fanout^2 + N / gnn_refresh_period), not O(N + E)."""
         x = self._inputs()
         if self.gnn.full_edges is not None:
             return self.gnn.predict(x).numpy()
-        if self._gnn_values is None:
-            self._gnn_values = self.predict_ppr().copy()  # until a node is refreshed, defer to PPR
         n, period = self.num_tasks, self.gnn_refresh_period
+        if self._gnn_correction is None:
+            self._gnn_correction = np.zeros(n, dtype=np.float32)  # until a node is re-run, the closed form
         chunk = -(-n // period)
         start = (self.history.step % period) * chunk
         nodes = np.unique(np.concatenate([self._last_nodes, np.arange(start, min(n, start + chunk))]))
-        self._gnn_values[nodes] = self.gnn.predict(x, torch.from_numpy(nodes)).numpy()
-        return self._gnn_values
+        self._gnn_correction[nodes] = self.gnn.predict_correction(x, torch.from_numpy(nodes)).numpy()
+        base = VariancePredictor.base_logit(x[:, -1]).numpy()
+        return (1.0 / (1.0 + np.exp(-(base + self._gnn_correction)))).astype(np.float32)
 
     def gnn_trust(self) -> float:
         """Blend weight of the GNN, from both predictors' error on groups they had not trained on."""
@@ -294,4 +299,5 @@ class EnvSchedScheduler(Scheduler):
         h = self.history
         self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)  # PPR state is a function of history
         self._recompute_sibling_last()
+        self._gnn_correction = None  # corrections are re-run from the loaded weights as nodes come up
         self._cache.clear()
