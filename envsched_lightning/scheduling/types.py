@@ -123,33 +123,35 @@ def _lengths_ok(lengths: tuple[float, ...]) -> bool:
     return math.isfinite(sum(lengths)) and min(lengths) >= 0.0
 
 
+def _where(pos: int, g: object) -> str:
+    """Where a bad group sits, for the error (built only when there is one)."""
+    return f"group {pos} (index={getattr(g, 'index', None)!r})"
+
+
 def validate_groups(groups: Sequence[RolloutGroup], num_tasks: int) -> list[RolloutGroup]:
     """Check every group before any state changes, so a bad group never half-applies an update."""
     checked: list[RolloutGroup] = []
     for pos, g in enumerate(groups):
-        def where() -> str:
-            return f"group {pos} (index={getattr(g, 'index', None)!r})"
-
         if not isinstance(g, RolloutGroup):
-            raise ValueError(f"{where()}: expected RolloutGroup, got {type(g).__name__}")
+            raise ValueError(f"{_where(pos, g)}: expected RolloutGroup, got {type(g).__name__}")
         if isinstance(g.index, bool) or not isinstance(g.index, int):
-            raise ValueError(f"{where()}: index must be an int")
+            raise ValueError(f"{_where(pos, g)}: index must be an int")
         if not 0 <= g.index < num_tasks:
-            raise ValueError(f"{where()}: index out of range for {num_tasks} tasks")
+            raise ValueError(f"{_where(pos, g)}: index out of range for {num_tasks} tasks")
         rewards = tuple(g.rewards)
         if not rewards:
-            raise ValueError(f"{where()}: empty group (no rewards)")
+            raise ValueError(f"{_where(pos, g)}: empty group (no rewards)")
         if not _unit_floats(rewards):
             for r in rewards:
                 if isinstance(r, bool) or not isinstance(r, numbers.Real) or not math.isfinite(r):
-                    raise ValueError(f"{where()}: non-finite or non-numeric reward {r!r}")
+                    raise ValueError(f"{_where(pos, g)}: non-finite or non-numeric reward {r!r}")
                 if not 0.0 <= r <= 1.0:
-                    raise ValueError(f"{where()}: reward {r!r} outside [0, 1]")
+                    raise ValueError(f"{_where(pos, g)}: reward {r!r} outside [0, 1]")
             rewards = tuple(map(float, rewards))
         lengths = None
         if g.lengths is not None:
             lengths = tuple(map(float, g.lengths))
             if len(lengths) != len(rewards) or not _lengths_ok(lengths):
-                raise ValueError(f"{where()}: lengths must be finite, non-negative, one per reward")
+                raise ValueError(f"{_where(pos, g)}: lengths must be finite, non-negative, one per reward")
         checked.append(RolloutGroup(g.index, rewards, lengths))
     return checked

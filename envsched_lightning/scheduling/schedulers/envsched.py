@@ -170,8 +170,7 @@ class EnvSchedScheduler(Scheduler):
         start = (self.history.step % period) * chunk
         nodes = np.unique(np.concatenate([self._last_nodes, np.arange(start, min(n, start + chunk))]))
         self._gnn_correction[nodes] = self.gnn.predict_correction(x, torch.from_numpy(nodes)).numpy()
-        base = VariancePredictor.base_logit(x[:, -1]).numpy()
-        return (1.0 / (1.0 + np.exp(-(base + self._gnn_correction)))).astype(np.float32)
+        return torch.sigmoid(VariancePredictor.base_logit(x[:, -1]) + torch.from_numpy(self._gnn_correction)).numpy()
 
     def gnn_trust(self) -> float:
         """Blend weight of the GNN, from both predictors' error on groups they had not trained on."""
