@@ -32,10 +32,13 @@ from envsched_lightning.grpo import (
     GRPOConfig,
     GRPOLossOutput,
     WarmStartConfig,
+    average_gradients,
+    global_loss_counts,
     group_advantages,
     grpo_loss,
+    masked_token_logprobs,
     sft_loss,
-    token_logprobs,
+    truncated_importance_weights,
 )
 from envsched_lightning.grpo.config import coerce
 from envsched_lightning.models import Policy
@@ -47,6 +50,7 @@ from envsched_lightning.rollout import (
     SamplingConfig,
     Sequences,
     default_oracle,
+    engine_awake,
     oracle_rollouts,
     pack_sequences,
     run_agent_loop,
@@ -154,7 +158,12 @@ class GRPOModule(LightningModule):
         return {"groups": self.last_groups}
 
     def _rollouts(self, batch: TaskBatch, group_size: int, sampling: SamplingConfig) -> RolloutBatch:
-        return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling, **self.loop_kwargs)
+        with engine_awake(self.engine):  # a sleeping vLLM gives the GPU back to training in between
+            return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling, **self.loop_kwargs)
+
+    def on_train_start(self) -> None:
+        """The first rollouts sample the current weights: after a resume or the warm start, not the base."""
+        self.engine.sync_weights(self.model)
 
     def _optimise(self, episodes: list[EpisodeRecord], advantages: Tensor) -> dict[str, float]:
         """`ppo_epochs` x `num_mini_batches` optimiser steps over random mini-batches; mean diagnostics.
@@ -164,22 +173,32 @@ class GRPOModule(LightningModule):
         different numbers of informative groups, or none, stay in lock-step."""
         cfg = self.grpo
         n = len(episodes)
+        seqs, is_weights, mismatch = None, None, {}
         if n:
-            seqs = self._to_device(pack_sequences(episodes, self.tokenizer.pad_token_id))
+            seqs = pack_sequences(episodes, self.tokenizer.pad_token_id).to(self.device)
             advantages = advantages.to(self.device)  # [N]
             with torch.no_grad():
-                old_logprobs = self._logprobs(seqs)  # [N, L-1] the sampling policy (= current weights)
+                old_logprobs = self._logprobs(seqs)  # [N, L-1] the trainer's view of the sampling policy
                 ref_logprobs = self._ref_logprobs(seqs) if cfg.kl_coef > 0 else None  # [N, L-1]
+            if seqs.sample_logprobs is not None and cfg.off_policy_correction:
+                is_weights, mismatch = truncated_importance_weights(
+                    old_logprobs, seqs.sample_logprobs, seqs.loss_mask, cfg.importance_sampling_cap
+                )  # [N, L-1] weights and rollout/ mismatch metrics
         opt = self.optimizers()
         records: list[tuple[GRPOLossOutput, Tensor]] = []
         for _ in range(cfg.ppo_epochs):
             for mb in torch.randperm(n).tensor_split(cfg.num_mini_batches):
                 if not len(mb) and self._world_size() == 1:
                     continue  # alone, an empty mini-batch is no step at all
+                local_tokens = float(seqs.loss_mask[mb].sum()) if len(mb) else 0.0
+                num_seqs, num_tokens = global_loss_counts(len(mb), local_tokens)  # every rank joins
                 opt.zero_grad()
                 with self._no_sync():
-                    out = self._accumulate(seqs, mb, old_logprobs, ref_logprobs, advantages) if len(mb) else None
-                self._average_gradients_across_ranks()
+                    out = None
+                    if len(mb):
+                        out = self._accumulate(seqs, mb, old_logprobs, ref_logprobs, advantages, is_weights,
+                                               num_seqs=num_seqs, num_tokens=num_tokens)  # fmt: skip
+                average_gradients(self._trainable())
                 grad_norm = torch.nn.utils.clip_grad_norm_(self._trainable(), cfg.max_grad_norm)
                 opt.step()
                 if out is not None:
@@ -190,7 +209,7 @@ class GRPOModule(LightningModule):
         fields = GRPOLossOutput._fields
         means = {f"train/{k}": torch.stack([getattr(out, k) for out, _ in records]).mean().item() for k in fields}
         grad_norm = torch.stack([g.detach().float().cpu() for _, g in records]).mean().item()
-        return means | {"train/grad_norm": grad_norm, "train/tokens": tokens}
+        return means | mismatch | {"train/grad_norm": grad_norm, "train/tokens": tokens}
 
     def _any_rank(self, flag: bool) -> bool:
         if self._world_size() == 1:
@@ -205,55 +224,48 @@ class GRPOModule(LightningModule):
         wrapped = self.trainer.strategy.model if self._trainer is not None else None
         return wrapped.no_sync() if isinstance(wrapped, DistributedDataParallel) else contextlib.nullcontext()
 
-    def _average_gradients_across_ranks(self) -> None:
-        """One all-reduce of the trainable gradients per optimiser step (a rank with no data sends zeros)."""
-        world = self._world_size()
-        if world == 1 or not torch.distributed.is_initialized():
-            return
-        params = [p for p in self._trainable()]
-        for p in params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-        flat = torch.cat([p.grad.flatten() for p in params])  # [P]
-        torch.distributed.all_reduce(flat)
-        flat /= world
-        for p, g in zip(params, flat.split([p.numel() for p in params])):
-            p.grad.copy_(g.view_as(p))
-
     def _accumulate(
-        self, seqs: Sequences, mb: Tensor, old_lp: Tensor, ref_lp: Tensor | None, adv: Tensor
+        self, seqs: Sequences, mb: Tensor, old_lp: Tensor, ref_lp: Tensor | None, adv: Tensor,
+        is_weights: Tensor | None = None, *, num_seqs: float | None = None, num_tokens: float | None = None,
     ) -> GRPOLossOutput:
-        """Backward the loss of mini-batch `mb` in micro-batches whose losses sum to the mini-batch loss."""
+        """Backward the loss of mini-batch `mb` in micro-batches whose losses sum to the mini-batch loss.
+
+        `num_seqs` / `num_tokens` are the normalisers (default: this mini-batch's own counts; under DDP
+        the global counts over the world size, see `global_loss_counts`)."""
         cfg = self.grpo
-        counts = dict(num_seqs=len(mb), num_tokens=float(seqs.loss_mask[mb].sum()))
+        counts = dict(
+            num_seqs=len(mb) if num_seqs is None else num_seqs,
+            num_tokens=float(seqs.loss_mask[mb].sum()) if num_tokens is None else num_tokens,
+        )
         parts = []
         for micro in mb.split(cfg.micro_batch_size):
             width = int(seqs.attention_mask[micro].sum(1).max())  # trim padding shared by the micro-batch
-            sub = Sequences(
-                seqs.tokens[micro, :width], seqs.attention_mask[micro, :width], seqs.loss_mask[micro, : width - 1]
-            )  # [m, W], [m, W], [m, W-1]
+            sub = seqs.rows(micro, width)  # [m, W] tokens, [m, W-1] masks
             out = grpo_loss(
                 self._logprobs(sub), old_lp[micro, : width - 1], adv[micro], sub.loss_mask,
                 None if ref_lp is None else ref_lp[micro, : width - 1],
                 clip_eps_low=cfg.clip_eps_low, clip_eps_high=cfg.clip_eps_high, kl_coef=cfg.kl_coef,
-                loss_agg=cfg.loss_agg, max_tokens=cfg.max_tokens, **counts,
+                loss_agg=cfg.loss_agg, max_tokens=cfg.max_tokens,
+                is_weights=None if is_weights is None else is_weights[micro, : width - 1], **counts,
             )  # fmt: skip
             self.manual_backward(out.loss)
             parts.append(out)
         shares = torch.tensor([len(m) for m in mb.split(cfg.micro_batch_size)], dtype=torch.float32) / len(mb)  # [M]
         return combine_micro_batches(parts, shares)
 
-    def _logprobs(self, seqs: Sequences) -> Tensor:
-        """Next-token log-probs [N, L-1] under the current policy, in micro-batches when no grad is needed."""
+    def _logprobs(self, seqs: Sequences, temperature: float | None = None) -> Tensor:
+        """Log-probs [N, L-1] of generated tokens (0 elsewhere) at the sampling temperature, in micro-batches
+        when no grad is needed; the LM head runs only where the loss mask is 1 (`masked_token_logprobs`)."""
+        t = self.sampling.temperature if temperature is None else temperature
+        t = t if t > 0 else 1.0  # greedy sampling has no distribution to match: plain log-probs
+        fn = partial(masked_token_logprobs, self.model, temperature=t, chunk_size=self.grpo.logprob_chunk_size)
         if torch.is_grad_enabled():
-            out = self.model(input_ids=seqs.tokens, attention_mask=seqs.attention_mask, use_cache=False)
-            return token_logprobs(out.logits, seqs.tokens)  # [N, L-1]
+            return fn(seqs.tokens, seqs.attention_mask, seqs.loss_mask)  # [N, L-1]
         was_training = self.model.training
         self.model.eval()  # reference numbers for the ratio: no dropout noise
         chunks = []
         for rows in torch.arange(seqs.tokens.shape[0]).split(self.grpo.micro_batch_size):
-            out = self.model(input_ids=seqs.tokens[rows], attention_mask=seqs.attention_mask[rows], use_cache=False)
-            chunks.append(token_logprobs(out.logits, seqs.tokens[rows]))  # [n, L-1]
+            chunks.append(fn(seqs.tokens[rows], seqs.attention_mask[rows], seqs.loss_mask[rows]))  # [n, L-1]
         self.model.train(was_training)
         return torch.cat(chunks)  # [N, L-1]
 
@@ -264,9 +276,6 @@ class GRPOModule(LightningModule):
 
     def _trainable(self) -> list[torch.nn.Parameter]:
         return [p for p in self.model.parameters() if p.requires_grad]
-
-    def _to_device(self, seqs: Sequences) -> Sequences:
-        return Sequences(*(t.to(self.device) for t in seqs))
 
     def _report(self, groups: list[RolloutGroup]) -> None:
         datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
@@ -323,8 +332,8 @@ class GRPOModule(LightningModule):
         self.model.train()
         for _ in range(self.warm.steps):
             pick = torch.randint(len(episodes), (self.warm.batch_size,), generator=gen).tolist()
-            seqs = self._to_device(pack_sequences([episodes[i] for i in pick], self.tokenizer.pad_token_id))
-            loss = sft_loss(self._logprobs(seqs), seqs.loss_mask)  # []
+            seqs = pack_sequences([episodes[i] for i in pick], self.tokenizer.pad_token_id).to(self.device)
+            loss = sft_loss(self._logprobs(seqs, temperature=1.0), seqs.loss_mask)  # []
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self._trainable(), self.grpo.max_grad_norm)

@@ -118,7 +118,9 @@ def test_lora_reference_kl_is_exactly_zero_at_step_zero(banking):
         base_logits = base(input_ids=seqs.tokens, attention_mask=seqs.attention_mask).logits
     assert torch.equal(ref_after, ref)  # the reference is the frozen base, untouched by the adapter
     assert not torch.allclose(moved, ref)
-    torch.testing.assert_close(ref, token_logprobs(base_logits, seqs.tokens))  # and it is the base model
+    generated = seqs.loss_mask.bool()  # [N, L-1] log-probs are computed where tokens were generated only
+    torch.testing.assert_close(ref[generated], token_logprobs(base_logits, seqs.tokens)[generated])  # the base model
+    assert not ref[~generated].any()
 
 
 def test_kl_without_lora_is_refused(banking):

@@ -2,7 +2,7 @@
 
 Real parts throughout: the banking world, the offline tokenizer, transformers generation, the
 Lightning Trainer with manual optimisation. The reward is measured on a fixed set (the 64 training
-tasks x 4 sampled rollouts, same sampling seed) right after the warm start and after 30 GRPO
+tasks x 8 sampled rollouts, same sampling seed) right after the warm start and after 30 GRPO
 steps (2 PPO epochs each), because per-step training rewards mostly reflect which 4 tasks were drawn.
 """
 
@@ -61,7 +61,7 @@ class RewardProbe(L.Callback):
 
     def _score(self, module: GRPOModule) -> float:
         torch.manual_seed(123)
-        batch = run_agent_loop(module.engine, module.tokenizer, self.items, 4, SamplingConfig(max_new_tokens=48))
+        batch = run_agent_loop(module.engine, module.tokenizer, self.items, 8, SamplingConfig(max_new_tokens=48))
         return statistics.mean(e.reward for e in batch.episodes)
 
     def on_train_start(self, trainer, module):  # after on_fit_start, i.e. after the warm start

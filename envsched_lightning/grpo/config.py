@@ -39,6 +39,9 @@ class GRPOConfig:
     scale_rewards: str | bool = "group"
     max_grad_norm: float = 1.0
     max_seq_len: int = 4096
+    off_policy_correction: bool = True  # weight by min(pi_old / pi_sampler, cap) when the engine reports logprobs
+    importance_sampling_cap: float = 2.0
+    logprob_chunk_size: int = 1024  # LM-head positions per chunk: bounds logit memory to [chunk, vocab]
 
     def __post_init__(self) -> None:
         if self.group_size < 2:
@@ -55,6 +58,12 @@ class GRPOConfig:
             raise ValueError("need 0 <= clip_eps_low < 1 and clip_eps_high >= 0")
         if self.kl_coef < 0:
             raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
+        if not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm}")
+        if not self.importance_sampling_cap >= 1:
+            raise ValueError(f"importance_sampling_cap must be >= 1, got {self.importance_sampling_cap}")
+        if self.logprob_chunk_size < 1:
+            raise ValueError(f"logprob_chunk_size must be >= 1, got {self.logprob_chunk_size}")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ sequences. Here:
   batch weighs the same, so long episodes are not down-weighted), ``seq_mean`` (the original), or
   ``dr_grpo`` (Dr.GRPO: sum over tokens divided by a constant ``N * max_tokens``, removing the
   length bias of per-sequence means).
+- **Off-policy correction.** When rollouts come from another engine (vLLM), the sampler's own
+  log-probs are the behaviour policy, and they differ from the trainer's (other kernels, bf16,
+  a stale adapter). Each token's loss is multiplied by the truncated importance weight
+  ``min(pi_old / pi_sampler, cap)`` (TIS, as TRL's ``vllm_importance_sampling_correction``).
 - **KL is optional** (DAPO drops it; default ``kl_coef=0``). When on, the reference policy of a
   LoRA model is the base with adapters disabled, so no second copy of the weights is kept.
 """
@@ -98,13 +102,15 @@ def grpo_loss(
     max_tokens: int | None = None,
     num_seqs: int | None = None,
     num_tokens: float | None = None,
+    is_weights: Tensor | None = None,
 ) -> GRPOLossOutput:
     """GRPO loss for N sequences of T next-token positions.
 
     `logprobs` [N, T] (with grad), `old_logprobs` [N, T] (the sampling policy, no grad),
     `advantages` [N], `mask` [N, T] (1 on model-generated tokens), `ref_logprobs` [N, T] or None.
     `num_seqs` / `num_tokens` default to this call's counts; pass the mini-batch's when these N rows
-    are one micro-batch of it.
+    are one micro-batch of it. `is_weights` [N, T] (no grad) multiplies each token's policy loss:
+    the truncated importance weight between the trainer and the sampling engine.
     """
     if loss_agg not in AGGREGATIONS:
         raise ValueError(f"loss_agg must be one of {sorted(AGGREGATIONS)}, got {loss_agg!r}")
@@ -114,6 +120,8 @@ def grpo_loss(
     num_tokens = float(mask.sum()) if num_tokens is None else num_tokens
     counts = (max_tokens, num_seqs, num_tokens)
     pg_loss, clipped, log_ratio = clipped_surrogate(logprobs, old_logprobs, advantages, clip_eps_low, clip_eps_high)
+    if is_weights is not None:
+        pg_loss = pg_loss * is_weights  # [N, T]
     per_token = pg_loss  # [N, T]
     kl = torch.zeros_like(logprobs)  # [N, T]
     if ref_logprobs is not None:
@@ -133,9 +141,11 @@ def grpo_loss(
     )
 
 
-def token_logprobs(logits: Tensor, tokens: Tensor) -> Tensor:
-    """Log-probability of each next token: `logits` [N, L, V] and `tokens` [N, L] -> [N, L - 1]."""
-    logits = logits[:, :-1].float()  # [N, L-1, V] position t predicts token t+1
+def token_logprobs(logits: Tensor, tokens: Tensor, temperature: float = 1.0) -> Tensor:
+    """Log-probability of each next token: `logits` [N, L, V] and `tokens` [N, L] -> [N, L - 1].
+
+    The reference formula (it holds all logits); training uses `masked_token_logprobs`."""
+    logits = logits[:, :-1].float() / temperature  # [N, L-1, V] position t predicts token t+1
     targets = tokens[:, 1:]  # [N, L-1]
     picked = logits.gather(-1, targets[..., None]).squeeze(-1)  # [N, L-1]
     return picked - torch.logsumexp(logits, dim=-1)  # [N, L-1]

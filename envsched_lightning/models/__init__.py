@@ -1,6 +1,6 @@
 """Qwen3 policies (tiny random or real local weights), LoRA, and the offline Qwen3-style tokenizer."""
 
-from .chat_template import QWEN3_STYLE_TEMPLATE
+from .chat_template import QWEN3_STYLE_TEMPLATE, reference_chat_template
 from .qwen3 import (
     TINY_QWEN3,
     LoraSettings,
@@ -23,5 +23,6 @@ __all__ = [
     "build_tiny_qwen3",
     "environment_corpus",
     "load_pretrained_qwen3",
+    "reference_chat_template",
     "tiny_qwen3_policy",
 ]

@@ -58,3 +58,19 @@ QWEN3_STYLE_TEMPLATE = (
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
 """Jinja source set as ``tokenizer.chat_template``; renders ``tools=`` and tool turns like Qwen3."""
+
+
+def reference_chat_template(name: str = "qwen3") -> str:
+    """A model family's real chat template as `trl` ships it (`trl/chat_templates/<name>.jinja`).
+
+    For tests and the rehearsal checkpoint: real runs take the template stored with the weights."""
+    try:
+        import trl
+    except ImportError as err:
+        raise ImportError("the reference chat templates ship with trl: pip install 'envsched-lightning[trl]'") from err
+    from pathlib import Path
+
+    path = Path(trl.__file__).parent / "chat_templates" / f"{name}.jinja"
+    if not path.is_file():
+        raise FileNotFoundError(f"no chat template {name!r} in trl ({path})")
+    return path.read_text()

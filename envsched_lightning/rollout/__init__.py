@@ -4,7 +4,7 @@
 """
 
 from .agent_loop import ChatRenderer, default_oracle, oracle_rollouts, rollout_episodes, run_agent_loop, tool_message
-from .engine import Completion, RolloutEngine, SamplingConfig
+from .engine import Completion, RolloutEngine, SamplingConfig, engine_awake
 from .hf import HFEngine
 from .types import EpisodeRecord, RolloutBatch, Sequences, pack_sequences
 from .vllm_engine import VLLMEngine
@@ -14,6 +14,7 @@ __all__ = [
     "Completion",
     "default_oracle",
     "EpisodeRecord",
+    "engine_awake",
     "HFEngine",
     "RolloutBatch",
     "RolloutEngine",

@@ -2,10 +2,11 @@
 
 Each episode is built token by token. The prompt is the chat template applied to the task's
 messages and tool schemas; each model turn is appended exactly as sampled (loss mask 1); tool
-results are rendered by the same chat template and appended as tokens (loss mask 0). Rendering
-the tool turn as the template's difference between "conversation so far" and "conversation plus
-tool messages" keeps the tokens identical to what the template would produce for the whole
-conversation, for the offline template and Qwen3's own alike, without re-tokenising past turns.
+results are rendered by the same chat template and appended as tokens (loss mask 0), without
+re-tokenising past turns. The tool turn is the template's rendering of the tool messages after a
+marker assistant turn, cut after that turn's end token: templates need not be append-only (Qwen3's
+gives the last assistant turn an empty think block and earlier ones none, so "conversation plus
+tool messages" is not "conversation so far" plus a suffix), only consistent in what follows a turn.
 
 Every episode gets its own `env.reset(task)`, so rollouts of one group never share state. All
 still-running episodes of the batch (G * B of them) are generated together, one turn at a time.
@@ -28,7 +29,6 @@ from transformers import PreTrainedTokenizerBase
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolResult
 
 from .engine import Completion, RolloutEngine, SamplingConfig
-from .hf import stop_token_ids
 from .types import EpisodeRecord, RolloutBatch
 
 GenerateFn = Callable[[list[int], list[list[int]]], list[Completion]]
@@ -59,6 +59,11 @@ class _Running:
     truncated: bool = False
     done: bool = False
     final_answer: str = ""
+    sample_logprobs: list[float] | None = None  # engine log-probs, 0 on context tokens; None once a turn lacks them
+
+
+MARKER = "\u2063envsched-marker\u2063"
+"""Content of the stand-in assistant turn that continuations are rendered after (never in real text)."""
 
 
 class ChatRenderer:
@@ -67,7 +72,8 @@ class ChatRenderer:
     def __init__(self, tokenizer: PreTrainedTokenizerBase, chat_template_kwargs: Mapping[str, Any] | None = None):
         self.tokenizer = tokenizer
         self.kwargs = dict(chat_template_kwargs or {})
-        self.eos_text = tokenizer.decode([tokenizer.eos_token_id], skip_special_tokens=False)
+        self.eos_id = int(tokenizer.eos_token_id)
+        self.eos_text = tokenizer.decode([self.eos_id], skip_special_tokens=False)
 
     def render(self, messages: Sequence[Mapping[str, Any]], tools: list[dict] | None, gen_prompt: bool) -> str:
         return self.tokenizer.apply_chat_template(
@@ -80,15 +86,27 @@ class ChatRenderer:
     def prompt(self, task: Task, env: Environment) -> list[int]:
         return self.encode(self.render([dict(m) for m in task.messages], env.tools_for(task), gen_prompt=True))
 
+    def continuation(self, messages: list[dict[str, str]], ended_with_eos: bool) -> list[int]:
+        """Tokens after a model turn: the turn's closing text, `messages` (tool results), the next prompt.
+
+        Rendered after a marker assistant turn and cut after that turn's end token, so the cut never
+        depends on how the template renders the assistant turn itself. A turn that did not end with
+        the template's end token (cut by max_new_tokens, or another stop token) gets it appended.
+        """
+        head = [{"role": "user", "content": "x"}, {"role": "assistant", "content": MARKER}]
+        text = self.render(head + messages, None, gen_prompt=True)
+        at = text.find(MARKER)
+        end = text.find(self.eos_text, at + len(MARKER)) if at >= 0 else -1
+        if end < 0 or text.count(MARKER) != 1:
+            raise ValueError(
+                f"chat template does not close an assistant turn with {self.eos_text!r}: cannot append tool turns"
+            )
+        suffix = text[end + len(self.eos_text) :]  # e.g. "\n<|im_start|>user\n<tool_response>...<|im_start|>assistant\n"
+        return self.encode(("" if ended_with_eos else self.eos_text) + suffix)
+
     def tool_turn(self, tool_msgs: list[dict[str, str]], ended_with_eos: bool) -> list[int]:
-        """Tokens that follow a model turn ending in EOS: the template's closing text, tool turn, next prompt."""
-        head = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "x"}]
-        before = self.render(head, None, gen_prompt=False)
-        after = self.render(head + tool_msgs, None, gen_prompt=True)
-        if not after.startswith(before) or self.eos_text not in before:
-            raise ValueError("chat template does not render tool turns as an append-only suffix")
-        closing = before[before.rindex(self.eos_text) + len(self.eos_text) :]  # e.g. "\n" after <|im_end|>
-        return self.encode(("" if ended_with_eos else self.eos_text) + closing + after[len(before) :])
+        """Tokens that follow a model turn whose calls returned `tool_msgs` (see `continuation`)."""
+        return self.continuation(tool_msgs, ended_with_eos)
 
 
 def _start(groups: Sequence[tuple[Task, Environment]], group_size: int, renderer: ChatRenderer) -> list[_Running]:
@@ -98,15 +116,24 @@ def _start(groups: Sequence[tuple[Task, Environment]], group_size: int, renderer
         for _ in range(group_size):
             running.append(
                 _Running(b, task, env, env.reset(task), [dict(m) for m in task.messages], list(prompt), len(prompt),
-                         loss_mask=[0] * len(prompt))
+                         loss_mask=[0] * len(prompt), sample_logprobs=[0.0] * len(prompt))
             )
     return running
 
 
-def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, stops: set[int], budget: int) -> None:
+def _append(ep: _Running, token_ids: list[int], generated: bool, logprobs: list[float] | None = None) -> None:
+    ep.token_ids += token_ids
+    ep.loss_mask += [int(generated)] * len(token_ids)
+    if ep.sample_logprobs is not None:
+        if generated and (logprobs is None or len(logprobs) != len(token_ids)):
+            ep.sample_logprobs = None  # this engine did not report them: no off-policy correction
+        else:
+            ep.sample_logprobs += list(logprobs) if generated else [0.0] * len(token_ids)
+
+
+def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budget: int) -> None:
     """Append one model turn, run its tool calls, and append their results (or finish the episode)."""
-    ep.token_ids += completion.token_ids
-    ep.loss_mask += [1] * len(completion.token_ids)
+    _append(ep, list(completion.token_ids), True, completion.logprobs)
     ep.turns += 1
     parsed, results = ep.episode.turn(completion.text)
     ep.parse_errors += len(parsed.errors)
@@ -121,10 +148,8 @@ def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, stops
         return
     tool_msgs = [tool_message(r) for r in results]
     ep.messages += tool_msgs
-    ended = bool(completion.token_ids) and completion.token_ids[-1] in stops
-    delta = renderer.tool_turn(tool_msgs, ended)
-    ep.token_ids += delta
-    ep.loss_mask += [0] * len(delta)
+    ended = bool(completion.token_ids) and completion.token_ids[-1] == renderer.eos_id
+    _append(ep, renderer.tool_turn(tool_msgs, ended), False)
     if len(ep.token_ids) > budget:
         ep.done = ep.truncated = True
 
@@ -141,7 +166,6 @@ def rollout_episodes(
 ) -> RolloutBatch:
     """Run `group_size` episodes for each (task, env) with any turn generator; see `run_agent_loop`."""
     renderer = ChatRenderer(tokenizer, chat_template_kwargs)
-    stops = stop_token_ids(tokenizer)
     running = _start(groups, group_size, renderer)
     budget = max_seq_len - max_new_tokens  # a sequence longer than this could not take another turn
     for ep in running:
@@ -150,7 +174,7 @@ def rollout_episodes(
     while active := [i for i, ep in enumerate(running) if not ep.done]:
         completions = generate(active, [running[i].token_ids for i in active])
         for i, completion in zip(active, completions, strict=True):
-            _advance(running[i], completion, renderer, stops, budget)
+            _advance(running[i], completion, renderer, budget)
     return RolloutBatch([_finish(ep) for ep in running], group_size)
 
 
@@ -161,6 +185,7 @@ def _finish(ep: _Running) -> EpisodeRecord:
         loss_mask=ep.loss_mask, prompt_len=ep.prompt_len, reward=float(verdict.reward), reason=verdict.reason,
         turns=ep.turns, tool_calls=ep.tool_calls, parse_errors=ep.parse_errors, gen_tokens=sum(ep.loss_mask),
         truncated=ep.truncated, final_answer=ep.final_answer, messages=tuple(ep.messages),
+        sample_logprobs=ep.sample_logprobs,
     )  # fmt: skip
 
 

@@ -7,7 +7,8 @@ turns could change the tokens the policy is trained on. Engines return token ids
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -47,3 +48,18 @@ class RolloutEngine(Protocol):
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[Completion]: ...
 
     def sync_weights(self, module: torch.nn.Module) -> None: ...
+
+
+@contextlib.contextmanager
+def engine_awake(engine: RolloutEngine) -> Iterator[RolloutEngine]:
+    """Wake an engine that sleeps between rollouts (vLLM sleep mode), and put it back to sleep after.
+
+    Engines without `wake_up` / `sleep` (the HF engine shares the training model) pass through."""
+    wake, sleep = getattr(engine, "wake_up", None), getattr(engine, "sleep", None)
+    if callable(wake):
+        wake()
+    try:
+        yield engine
+    finally:
+        if callable(sleep):
+            sleep()

