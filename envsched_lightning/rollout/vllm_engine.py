@@ -22,6 +22,7 @@ present. vLLM is imported lazily (`import_vllm`); `api` lets tests pass a stand-
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,8 +36,32 @@ from .engine import Completion, SamplingConfig
 from .hf import make_completion, stop_token_ids
 
 
+def _shield_llvmlite_from_vllm_kernel_scan() -> None:
+    """Let vLLM start in a process that has imported numba (PyG does, through `torch_geometric.utils.ppr`).
+
+    At engine start vLLM's CPU platform scans every module namespace and reads ``vars(value)`` of
+    each attribute that has a ``__dict__``. llvmlite's `ffi.lib` answers *any* attribute, ``__dict__``
+    included, with a ctypes function wrapper, so the scan fails (``'_lib_fn_wrapper' object has no
+    attribute 'get'``). Making that object refuse dunder look-ups changes nothing for llvmlite,
+    which only asks it for ``LLVMPY_*`` symbols."""
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    wrapper = type(getattr(ffi, "lib", None))
+    original = getattr(wrapper, "__getattr__", None)
+    if ffi is None or original is None or getattr(original, "_refuses_dunders", False):
+        return
+
+    def __getattr__(self: Any, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return original(self, name)
+
+    __getattr__._refuses_dunders = True  # type: ignore[attr-defined]
+    wrapper.__getattr__ = __getattr__
+
+
 def import_vllm() -> SimpleNamespace:
     """The three vLLM names this engine uses, imported only when an engine is first used."""
+    _shield_llvmlite_from_vllm_kernel_scan()
     try:
         from vllm import LLM, SamplingParams
         from vllm.lora.request import LoRARequest
