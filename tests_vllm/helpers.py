@@ -1,0 +1,68 @@
+"""Shared set-up of the real-vLLM tests: environment variables (before vLLM is imported), loaders, checks.
+
+vLLM is imported unconditionally: without it the tests fail to collect instead of skipping. The engine runs in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`) with a 1 GiB
+CPU KV cache, and serves tiny Qwen3 checkpoints written as Hugging Face folders (head_dim 128, Qwen3's
+own chat template, fp32), one engine per checkpoint for the whole session.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("TMPDIR", str(REPO / ".tmp"))
+Path(os.environ["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("WANDB_SILENT", "true")
+
+import torch  # noqa: E402
+
+from envsched_lightning.grpo.logprobs import masked_token_logprobs  # noqa: E402
+from envsched_lightning.models import load_pretrained_qwen3  # noqa: E402
+from envsched_lightning.rollout.vllm_engine import VLLMEngine, import_vllm  # noqa: E402
+
+import_vllm()  # collection fails here, loudly, when vLLM is missing
+
+KW = {"enable_thinking": False}  # as conf/model/qwen3_8b.yaml
+LORA = dict(r=8, alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+TOL = 1e-4
+"""Largest |vLLM log-prob - training-model log-prob| accepted per sampled token (both fp32)."""
+
+
+def load_policy(path: Path, adapter_scale: float = 0.0, seed: int = 0):
+    """The checkpoint as the training model (fp32, LoRA); `adapter_scale` > 0 draws a non-zero adapter."""
+    policy = load_pretrained_qwen3(str(path), dtype="float32", lora=LORA, gradient_checkpointing=False)
+    if adapter_scale:
+        gen = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, p in policy.model.named_parameters():
+                if "lora_B" in name:
+                    p.copy_(torch.randn(p.shape, generator=gen) * adapter_scale)
+    return policy
+
+
+def make_engine(path: Path, policy, **kwargs) -> VLLMEngine:
+    return VLLMEngine(policy.model, policy.tokenizer, model_path=str(path), dtype="float32", max_model_len=4096,
+                      max_lora_rank=8, enforce_eager=True, seed=0, **kwargs)  # fmt: skip
+
+
+def close(engine: VLLMEngine) -> None:
+    """Free an in-process engine so the next checkpoint's engine can start."""
+    from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+    engine._llm = None
+    gc.collect()
+    cleanup_dist_env_and_memory()
+
+
+def logprob_gap(model: torch.nn.Module, seqs, temperature: float) -> torch.Tensor:
+    """|training-model log-prob - vLLM's sampling log-prob| [M] over every generated token of `seqs`."""
+    assert seqs.sample_logprobs is not None, "the engine reported no sampling log-probs"
+    with torch.no_grad():
+        ours = masked_token_logprobs(model, seqs.tokens, seqs.attention_mask, seqs.loss_mask, temperature)
+    picked = seqs.loss_mask.bool()
+    return (ours - seqs.sample_logprobs)[picked].abs()
