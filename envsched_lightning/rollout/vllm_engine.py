@@ -123,6 +123,12 @@ class VLLMEngine:
             enable_sleep_mode=self.sleep_mode,
             **llm_kwargs,
         )
+        if not torch.cuda.is_available():  # vLLM's CPU build: seeded requests cannot be chunked
+            # A request whose prompt is prefilled in chunks has its sampled token discarded and its
+            # generator rewound (`set_offset`), which CPU generators do not support: the engine dies
+            # with "CPU Generator does not use offset". Whole-prompt prefill avoids the rewind.
+            self.llm_args.setdefault("enable_chunked_prefill", False)
+            self.llm_args.setdefault("max_num_batched_tokens", max(max_model_len or 8192, 8192))
         self._api = api
         self._llm: Any = None
         self.lora_id = 0  # 0 = no adapter synced yet: generate with the base model
