@@ -65,6 +65,11 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     from callbacks.constraint import install_constraints
 
     L.seed_everything(cfg.seed, workers=True)
+    if cfg.get("model") is not None:  # option errors before any data or weights load
+        from envsched_lightning.module import check_options
+
+        plain = OmegaConf.to_container(OmegaConf.masked_copy(cfg.model, ["sampling", "grpo", "warm_start"]), resolve=True)
+        check_options(plain.get("sampling"), plain.get("grpo"), plain.get("warm_start"))
     datamodule = instantiate(cfg.data)
     callbacks = instantiate_each(cfg.get("callbacks"))
     install_constraints(callbacks, datamodule.scheduler)  # infeasible quotas fail here, before the model loads

@@ -43,6 +43,7 @@ from envsched_lightning.grpo import (
 from envsched_lightning.grpo.config import coerce
 from envsched_lightning.models import Policy
 from envsched_lightning.rollout import (
+    INVALID_REWARD,
     EpisodeRecord,
     HFEngine,
     RolloutBatch,
@@ -102,6 +103,23 @@ def _has_oracle(task: Task, env: Environment) -> bool:
         return bool(default_oracle(task, env))
     except ValueError:  # a task without a scripted ground truth
         return False
+
+
+def check_options(sampling: Mapping[str, Any] | None, grpo: Mapping[str, Any] | None,
+                  warm_start: Mapping[str, Any] | None, prefix: str = "model") -> None:  # fmt: skip
+    """Build the module's option records from plain mappings, so a bad value fails before any model
+    loads, with the config key in the message (``model.sampling: ...``)."""
+    checked = {}
+    for key, cls, value in (("sampling", SamplingConfig, sampling), ("grpo", GRPOConfig, grpo),
+                            ("warm_start", WarmStartConfig, warm_start)):  # fmt: skip
+        try:
+            checked[key] = cls.coerce(value) if cls is SamplingConfig else coerce(cls, value)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{prefix}.{key}: {err}") from None
+    max_seq_len, new_tokens = checked["grpo"].max_seq_len, checked["sampling"].max_new_tokens
+    if max_seq_len <= new_tokens:
+        raise ValueError(f"{prefix}.grpo.max_seq_len ({max_seq_len}) must exceed {prefix}.sampling.max_new_tokens "
+                         f"({new_tokens}): no prompt would fit")  # fmt: skip
 
 
 class GRPOModule(LightningModule):
@@ -294,6 +312,7 @@ class GRPOModule(LightningModule):
             "rollout/tool_calls": sum(e.tool_calls for e in eps) / len(eps),
             "rollout/parse_error_rate": sum(e.parse_errors for e in eps) / max(turns, 1),
             "rollout/truncated_frac": sum(e.truncated for e in eps) / len(eps),
+            "rollout/invalid_reward_frac": sum(e.reason.startswith(INVALID_REWARD) for e in eps) / len(eps),
             "rollout/gen_tokens_per_s": gen_tokens / max(gen_s, 1e-9),
             "train/skipped": float(not stats),
         }

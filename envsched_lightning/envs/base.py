@@ -55,6 +55,19 @@ class Task:
     tools: tuple[Mapping[str, Any], ...] = ()  # schemas offered in this task; empty = the environment's full set
 
 
+MAX_RESULT_CHARS = 8_000
+"""A tool result longer than this is cut (with a marker) before it is tokenised into the episode."""
+
+
+def bounded(result: ToolResult) -> ToolResult:
+    """`result` with its content cut to `MAX_RESULT_CHARS`, saying how much was left out."""
+    content = result.content if isinstance(result.content, str) else str(result.content)
+    if len(content) <= MAX_RESULT_CHARS:
+        return result if content is result.content else ToolResult(result.name, content, result.error)
+    cut = f"{content[:MAX_RESULT_CHARS]}... [truncated: {len(content) - MAX_RESULT_CHARS} more characters]"
+    return ToolResult(result.name, cut, result.error)
+
+
 class Episode(ABC):
     """One rollout's private world: execute tool calls against its own state, then verify."""
 
@@ -79,7 +92,12 @@ class Episode(ABC):
         from .parsing import parse_tool_calls
 
         parsed = parse_tool_calls(text)
-        results = self.step(parsed.calls) if parsed.calls else []
+        try:
+            results = self.step(parsed.calls) if parsed.calls else []
+        except Exception as exc:  # noqa: BLE001 - a tool that raises fails its turn, never the run
+            why = f"tool raised {type(exc).__name__}: {str(exc)[:200]}"
+            results = [ToolResult(c.name, f"Error: {why}", error=why) for c in parsed.calls]
+        results = [bounded(r) for r in results]
         return parsed, results + (self.reject(parsed.errors) if parsed.errors else [])
 
     def stats(self) -> dict[str, float]:

@@ -26,6 +26,7 @@ from envsched_lightning.envs.backends.message_api import MessageAPI
 from envsched_lightning.envs.backends.posting_api import TwitterAPI
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.bfcl import pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
+from envsched_lightning.envs.parsing import render_assistant_turn
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 
@@ -112,9 +113,12 @@ class MultiTurnEpisode(Episode):
     def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         results = []
         for call in calls:
-            out = self._world.execute(call)
             self.turns[-1].append(call)
-            results.append(ToolResult(call.name, render_result(out), out.get("error")))
+            try:
+                out = self._world.execute(call)
+                results.append(ToolResult(call.name, render_result(out), out.get("error")))
+            except Exception as exc:  # noqa: BLE001 - a result that cannot be rendered is the call's error
+                results.append(ToolResult(call.name, "", f"{call.name}: {type(exc).__name__}: {str(exc)[:200]}"))
         return results
 
     def end_turn(self) -> tuple[Mapping[str, str], ...] | None:
@@ -198,6 +202,16 @@ class MultiTurnEnvironment(Environment):
 
     def tasks(self) -> list[Task]:
         return list(self._tasks)
+
+    def oracle_turns(self, task: Task) -> list[str]:
+        """The ground truth as a model would play it: per user turn, one message with that turn's
+        calls (none for an empty turn), then a short answer that closes the turn."""
+        texts: list[str] = []
+        for turn in task.ground_truth["calls"]:
+            if turn:
+                texts.append(render_assistant_turn("", turn))
+            texts.append("Done.")
+        return texts
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [to_tool_schema(d) for cls in BACKENDS for d in self.docs[cls].values()]

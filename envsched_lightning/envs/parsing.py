@@ -24,6 +24,9 @@ CLOSE = "</tool_call>"
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"
 _MAX_ERR = 80  # characters of a bad block quoted back in its error message
+MAX_ARG_DEPTH = 16  # nesting of lists / objects inside `arguments`
+MAX_ARG_CHARS = 20_000  # total characters of strings and keys inside `arguments`
+MAX_ARG_NUMBER = 1e100  # |number| allowed in `arguments` (integers of 101+ digits are refused)
 
 
 class ParsedTurn(NamedTuple):
@@ -56,7 +59,38 @@ def _call_from_json(obj: Any) -> ToolCall | str:
         args = {}
     if not isinstance(args, dict):
         return f"tool call {name!r}: arguments must be an object, got {type(args).__name__}"
+    problem = argument_problem(args)
+    if problem:
+        return f"tool call {name!r}: {problem}"
     return ToolCall(name=name.strip(), arguments=args)
+
+
+def argument_problem(args: Any) -> str | None:
+    """Why `args` is too deep, too long or holds a number no tool should compute with; None if fine.
+
+    Iterative, so a value nested thousands deep is refused without recursing into it."""
+    chars, stack = 0, [(args, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_ARG_DEPTH:
+            return f"arguments nested deeper than {MAX_ARG_DEPTH} levels"
+        if isinstance(value, dict):
+            chars += sum(len(str(k)) for k in value)
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, str):
+            chars += len(value)
+        elif isinstance(value, bool) or value is None:
+            pass
+        elif isinstance(value, (int, float)):
+            if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+                return f"non-finite number {value!r} in arguments"
+            if abs(value) > MAX_ARG_NUMBER:
+                return f"a number in arguments exceeds {MAX_ARG_NUMBER:g} in magnitude"
+        if chars > MAX_ARG_CHARS:
+            return f"arguments longer than {MAX_ARG_CHARS} characters"
+    return None
 
 
 def _skip_ws(text: str, i: int) -> int:

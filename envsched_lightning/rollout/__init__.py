@@ -3,7 +3,16 @@
 `VLLMEngine` imports vLLM only when first used, so this package imports on CPU machines.
 """
 
-from .agent_loop import ChatRenderer, default_oracle, oracle_rollouts, rollout_episodes, run_agent_loop, tool_message
+from .agent_loop import (
+    INVALID_REWARD,
+    ChatRenderer,
+    checked_verdict,
+    default_oracle,
+    oracle_rollouts,
+    rollout_episodes,
+    run_agent_loop,
+    tool_message,
+)
 from .engine import Completion, RolloutEngine, SamplingConfig, engine_awake
 from .hf import HFEngine
 from .types import EpisodeRecord, RolloutBatch, Sequences, pack_sequences
@@ -11,6 +20,8 @@ from .vllm_engine import VLLMEngine
 
 __all__ = [
     "ChatRenderer",
+    "INVALID_REWARD",
+    "checked_verdict",
     "Completion",
     "default_oracle",
     "EpisodeRecord",

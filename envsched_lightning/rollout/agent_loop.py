@@ -12,21 +12,25 @@ Every episode gets its own `env.reset(task)`, so rollouts of one group never sha
 still-running episodes of the batch (G * B of them) are generated together, one turn at a time.
 
 Each model turn goes through `Episode.turn(text)` (parse, execute valid calls, error results for
-malformed blocks, which the model sees so it can recover). An episode ends when a turn has no
-tool call and no malformed block (its prose is the final answer), after `task.max_turns` model
-turns (the last turn's calls still run, so state-based verifiers see them), or when the next
-turn would not fit in `max_seq_len`.
+malformed blocks, which the model sees so it can recover). A turn with no tool call and no
+malformed block is an answer: multi-turn tasks (episodes with `end_turn()`) then get their next
+user turn appended as context, and the episode ends at the answer after the last user turn. It
+also ends after `task.max_turns` model turns (the last turn's calls still run, so state-based
+verifiers see them), or when the next turn would not fit in `max_seq_len`. The verdict goes
+through `checked_verdict`: a verifier that raises, or a reward that is not a finite number in
+[0, 1], scores 0 with the reason recorded (prefix `INVALID_REWARD`), never stopping the batch.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
-from envsched_lightning.envs.base import Environment, Episode, Task, ToolResult
+from envsched_lightning.envs.base import Environment, Episode, Task, ToolResult, Verdict
 
 from .engine import Completion, RolloutEngine, SamplingConfig
 from .types import EpisodeRecord, RolloutBatch
@@ -139,8 +143,16 @@ def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budge
     ep.parse_errors += len(parsed.errors)
     ep.messages.append({"role": "assistant", "content": completion.text})
     ep.final_answer = parsed.content
-    if not parsed.calls and not parsed.errors:
-        ep.done = True
+    if not parsed.calls and not parsed.errors:  # an answer: the next user turn, if the task has one
+        user_msgs = _next_user_turn(ep)
+        if user_msgs is None or ep.turns >= ep.task.max_turns:
+            ep.done = True
+            ep.truncated = user_msgs is not None
+            return
+        ep.messages += user_msgs
+        _append(ep, renderer.continuation(user_msgs, _ended(completion, renderer)), False)
+        if len(ep.token_ids) > budget:
+            ep.done = ep.truncated = True
         return
     ep.tool_calls += len(parsed.calls)
     if ep.turns >= ep.task.max_turns:
@@ -148,10 +160,43 @@ def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budge
         return
     tool_msgs = [tool_message(r) for r in results]
     ep.messages += tool_msgs
-    ended = bool(completion.token_ids) and completion.token_ids[-1] == renderer.eos_id
-    _append(ep, renderer.tool_turn(tool_msgs, ended), False)
+    _append(ep, renderer.tool_turn(tool_msgs, _ended(completion, renderer)), False)
     if len(ep.token_ids) > budget:
         ep.done = ep.truncated = True
+
+
+def _ended(completion: Completion, renderer: ChatRenderer) -> bool:
+    """Whether the turn closed with the template's own end token (else the continuation adds it)."""
+    return bool(completion.token_ids) and completion.token_ids[-1] == renderer.eos_id
+
+
+def _next_user_turn(ep: _Running) -> list[dict[str, str]] | None:
+    """The task's next user messages after an answer (multi-turn tasks: ``episode.end_turn()``), or None."""
+    end_turn = getattr(ep.episode, "end_turn", None)
+    if not callable(end_turn):
+        return None
+    try:
+        nxt = end_turn()
+    except Exception as exc:  # noqa: BLE001 - a broken task ends its episode, not the batch
+        ep.final_answer = f"{ep.final_answer}\n[end_turn failed: {type(exc).__name__}: {str(exc)[:120]}]"
+        return None
+    return [{"role": str(m["role"]), "content": str(m["content"])} for m in nxt] if nxt else None
+
+
+INVALID_REWARD = "invalid reward"
+"""Prefix of a verdict's reason when the verifier raised or gave a reward outside [0, 1] (scored 0)."""
+
+
+def checked_verdict(episode: Episode, final_answer: str) -> Verdict:
+    """`episode.verify(final_answer)`, with a reward that is a finite number in [0, 1] or else 0 and why."""
+    try:
+        verdict = episode.verify(final_answer)
+        reward = float(verdict.reward)
+    except Exception as exc:  # noqa: BLE001 - a verifier bug costs this episode its reward, not the run
+        return Verdict(0.0, f"{INVALID_REWARD}: verifier raised {type(exc).__name__}: {str(exc)[:200]}")
+    if not math.isfinite(reward) or not 0.0 <= reward <= 1.0:
+        return Verdict(0.0, f"{INVALID_REWARD}: {reward!r} outside [0, 1] ({str(verdict.reason)[:200]})")
+    return Verdict(reward, str(verdict.reason))
 
 
 def rollout_episodes(
@@ -179,7 +224,7 @@ def rollout_episodes(
 
 
 def _finish(ep: _Running) -> EpisodeRecord:
-    verdict = ep.episode.verify(ep.final_answer)
+    verdict = checked_verdict(ep.episode, ep.final_answer)
     return EpisodeRecord(
         group=ep.group, env=ep.env.name, task_key=ep.task.spec.key, token_ids=ep.token_ids,
         loss_mask=ep.loss_mask, prompt_len=ep.prompt_len, reward=float(verdict.reward), reason=verdict.reason,

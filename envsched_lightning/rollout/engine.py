@@ -25,6 +25,19 @@ class SamplingConfig:
     top_k: int = 0  # 0 = no top-k filter
     seed: int | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse values that would sample something other than what was asked (e.g. T < 0 is not greedy)."""
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be an int >= 1, got {self.max_new_tokens!r}")
+        if not isinstance(self.temperature, (int, float)) or not 0.0 <= self.temperature < float("inf"):
+            raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {self.temperature!r}")
+        if not isinstance(self.top_p, (int, float)) or not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ValueError(f"top_k must be an int >= 0 (0 = off), got {self.top_k!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise ValueError(f"seed must be an int or null, got {self.seed!r}")
+
     @classmethod
     def coerce(cls, value: SamplingConfig | Mapping[str, Any] | None) -> SamplingConfig:
         if value is None:

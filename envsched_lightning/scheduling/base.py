@@ -103,6 +103,8 @@ class Scheduler(ABC):
         return result.indices
 
     def update(self, groups: Sequence[RolloutGroup]) -> None:
+        if len(groups) == 0:
+            raise ValueError("update() got no RolloutGroup: pass the groups of the tasks last selected")
         checked = validate_groups(groups, self.num_tasks)  # raises before any state changes
         self._observe(checked)
         self.history.record(checked)

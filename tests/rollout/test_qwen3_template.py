@@ -56,7 +56,9 @@ def check_episode(tok, env, task, ep):
     for k, ids in enumerate(context):  # each tool turn is how the template renders that point, plus the next prompt
         upto = assistant_at[k + 1]  # the tool messages up to the next assistant turn
         assert render(ep.messages[:upto], True).endswith(decode(ids))
-        assert decode(ids).startswith("\n<|im_start|>user\n<tool_response>\n") and decode(ids).endswith(THINK_OFF)
+        after = ep.messages[assistant_at[k] + 1]["role"]  # tool results, or a multi-turn task's next user turn
+        opening = "\n<|im_start|>user\n<tool_response>\n" if after == "tool" else "\n<|im_start|>user\n"
+        assert decode(ids).startswith(opening) and decode(ids).endswith(THINK_OFF)
 
 
 @pytest.mark.parametrize("path", builtin_yamls(), ids=lambda p: p.stem)

@@ -286,3 +286,26 @@ def test_local_gnn_refresh_keeps_never_tried_neighbours_on_the_current_closed_fo
     x = sched._inputs()
     rerun = sched.gnn.predict(x, torch.arange(1, 8)).numpy()
     assert gnn[1:8] == pytest.approx(rerun, abs=1e-5)  # re-run nodes carry the trained model's output
+
+
+def test_resume_is_exact_above_the_full_graph_size():
+    """6,000 tasks: the GNN refreshes its corrections locally; those and the last nodes are state."""
+    pool = [TaskSpec(f"e{k % 3}", f"t{k}", tools=(f"tool{k % 40}",), features={"n": float(k % 7)}) for k in range(6000)]
+    full = build_scheduler("envsched", pool, seed=1, gnn_full_graph_max=5000)
+    assert full.gnn is not None and full.gnn.full_edges is None
+    _drive(full, 6, batch=32)
+    state = pickle.loads(pickle.dumps(full.state_dict()))
+    rest = _drive(full, 6, start=6, batch=32)
+    resumed = build_scheduler("envsched", pool, seed=1, gnn_full_graph_max=5000)
+    resumed.load_state_dict(state)
+    assert [list(a) for a in _drive(resumed, 6, start=6, batch=32)] == [list(a) for a in rest]
+
+
+def test_update_with_no_groups_is_refused_and_changes_nothing():
+    sched, twin = (build_scheduler("envsched", _two_env_pool(), seed=0) for _ in range(2))
+    _drive(sched, 2)
+    _drive(twin, 2)
+    with pytest.raises(ValueError, match="no RolloutGroup"):
+        sched.update([])
+    assert np.isfinite(sched.predict_ppr()).all()
+    assert [list(a) for a in _drive(sched, 4, start=2)] == [list(a) for a in _drive(twin, 4, start=2)]

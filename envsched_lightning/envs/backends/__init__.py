@@ -39,8 +39,8 @@ class Backend:
             return getattr(self, name)(**dict(arguments))
         except TypeError as exc:  # wrong/missing keyword arguments
             return {"error": f"{name}: {exc}"}
-        except (ValueError, KeyError, ZeroDivisionError, OverflowError) as exc:
-            return {"error": f"{name}: {type(exc).__name__}: {exc}"}
+        except Exception as exc:  # noqa: BLE001 - whatever a tool raises on model input is the model's error
+            return {"error": f"{name}: {type(exc).__name__}: {str(exc)[:200]}"}
 
 
 def render_result(result: Mapping[str, Any]) -> str:

@@ -39,6 +39,8 @@ class MathAPI(Backend):
         return {"result": a / b}
 
     def power(self, base: float, exponent: float) -> dict[str, Any]:
+        if base not in (0, 1, -1) and abs(exponent) * math.log10(abs(base)) > 308:  # beyond any float
+            return {"error": "power: result too large"}
         return {"result": base**exponent}
 
     def percentage(self, part: float, whole: float) -> dict[str, Any]:

@@ -57,6 +57,9 @@ _OPS: dict[type, Callable[..., Any]] = {
 }  # fmt: skip
 
 
+MAX_EXPRESSION_CHARS = 1_000
+
+
 def safe_arithmetic(expression: str) -> float:
     """Evaluate + - * / and parentheses over numbers by walking the AST; anything else is refused."""
 
@@ -69,9 +72,11 @@ def safe_arithmetic(expression: str) -> float:
             return _OPS[type(node.op)](walk(node.operand))
         raise ToolError("invalid characters in expression")
 
+    if not isinstance(expression, str) or len(expression) > MAX_EXPRESSION_CHARS:
+        raise ToolError(f"expression must be a string of at most {MAX_EXPRESSION_CHARS} characters")
     try:
         return walk(ast.parse(expression, mode="eval").body)
-    except (SyntaxError, ZeroDivisionError, RecursionError) as exc:
+    except (SyntaxError, ZeroDivisionError, RecursionError, OverflowError, MemoryError, ValueError) as exc:
         raise ToolError(f"cannot calculate {expression!r}: {exc}") from None
 
 
@@ -159,9 +164,12 @@ class TauDomain:
             return f"Error: {name}: {exc}"
         try:  # every write tool validates before it mutates, so a refused action changes nothing
             out = fn(self, **dict(arguments))
-        except (ToolError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            return f"Error: {exc.args[0] if isinstance(exc, ToolError) else repr(exc)}"
-        return out if isinstance(out, str) else json.dumps(out)
+        except Exception as exc:  # noqa: BLE001 - a tool's failure on model input is an error result
+            return f"Error: {exc.args[0] if isinstance(exc, ToolError) else repr(exc)[:200]}"
+        try:
+            return out if isinstance(out, str) else json.dumps(out)
+        except (TypeError, ValueError, RecursionError) as exc:
+            return f"Error: {name}: result not renderable ({type(exc).__name__})"
 
     def hash(self) -> str:
         return self._db.hash(self.data)

@@ -23,6 +23,7 @@ from ..predictor import OnlineGNN, VariancePredictor
 from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..base import Scheduler
 from ..calibration import OutcomeCalibration
+from ..checks import check_bool, check_number
 from ..registry import register_scheduler
 from ..similarity import SparseSimilarity
 from ..types import group_stats
@@ -60,6 +61,20 @@ class EnvSchedScheduler(Scheduler):
         prior_strength: float = 8.0,
         **kw: Any,
     ) -> None:
+        for name, value in dict(k_intra=k_intra, k_cross=k_cross, cross_refresh_every=cross_refresh_every,
+                                gnn_min_observations=gnn_min_observations, gnn_refresh_period=gnn_refresh_period,
+                                gnn_full_graph_max=gnn_full_graph_max).items():  # fmt: skip
+            check_number(name, value, 0, integer=True)
+        for name, value in dict(gnn_hidden=gnn_hidden, gnn_train_steps=gnn_train_steps, ppr_iters=ppr_iters).items():
+            check_number(name, value, 1, integer=True)
+        for name, value in dict(cross_weight=cross_weight, coverage=coverage, own_weight=own_weight,
+                                ppr_alpha=ppr_alpha).items():  # fmt: skip
+            check_number(name, value, 0.0, 1.0)
+        for name, value in dict(penalty=penalty, jitter=jitter, prior_strength=prior_strength).items():
+            check_number(name, value, 0.0)
+        check_number("coverage_halflife", coverage_halflife, 0.0, low_open=True)
+        for name, value in dict(cross_edges=cross_edges, use_gnn=use_gnn, calibrate=calibrate).items():
+            check_bool(name, value)
         super().__init__(specs, seed=seed, **kw)
         self.cross_edges, self.cross_weight, self.cross_refresh_every = cross_edges, cross_weight, cross_refresh_every
         if not 0.0 <= cross_refresh_fraction <= 1.0:
@@ -282,6 +297,9 @@ class EnvSchedScheduler(Scheduler):
             "graph": self.graph.state_dict(),
             "last_refresh_step": self.last_refresh_step,
             "gnn": None if self.gnn is None else self.gnn.state_dict(),
+            # large graphs: the locally refreshed GNN corrections and the nodes the next refresh re-runs
+            "gnn_correction": None if self._gnn_correction is None else self._gnn_correction.copy(),
+            "last_nodes": self._last_nodes.copy(),
         }
 
     def _load_extra_state(self, state: dict) -> None:
@@ -298,5 +316,9 @@ class EnvSchedScheduler(Scheduler):
         h = self.history
         self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)  # PPR state is a function of history
         self._recompute_sibling_last()
-        self._gnn_correction = None  # corrections are re-run from the loaded weights as nodes come up
+        correction = state.get("gnn_correction")
+        self._gnn_correction = None if correction is None else np.asarray(correction, dtype=np.float32).copy()
+        if self._gnn_correction is not None and self._gnn_correction.shape != (self.num_tasks,):
+            raise ValueError(f"gnn_correction has shape {self._gnn_correction.shape}, expected ({self.num_tasks},)")
+        self._last_nodes = np.asarray(state.get("last_nodes", ()), dtype=np.int64).copy()
         self._cache.clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Scheduler
+from ..checks import check_number
 from ..registry import register_scheduler
 
 
@@ -30,6 +31,10 @@ class GRESOScheduler(Scheduler):
         min_explore: float = 0.01,
         **kw,
     ) -> None:
+        for name, value in dict(easy_mean=easy_mean, hard_mean=hard_mean, target_easy=target_easy,
+                                target_hard=target_hard, p_init=p_init, step_size=step_size,
+                                min_explore=min_explore).items():  # fmt: skip
+            check_number(name, value, 0.0, 1.0)
         super().__init__(specs, seed=seed, **kw)
         self.easy_mean, self.hard_mean = easy_mean, hard_mean
         self.targets = {"easy": target_easy, "hard": target_hard}
