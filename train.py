@@ -57,6 +57,28 @@ def output_paths(trainer: Any) -> dict[str, str | None]:
     }
 
 
+def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> None:
+    """A resume checkpoint that is readable and carries the scheduler's state, or an error naming it.
+
+    Without the DataModule's state the run would resume the model with a fresh scheduler history
+    (every task unseen again); `resume_without_scheduler=true` does that on purpose."""
+    import torch
+
+    file = Path(path)
+    if not file.is_file() or file.stat().st_size == 0:
+        raise FileNotFoundError(f"ckpt_path={path}: {'empty file' if file.is_file() else 'no such file'}")
+    try:
+        ckpt = torch.load(file, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 - any unreadable file gets the same clear message
+        raise ValueError(f"ckpt_path={path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
+        raise ValueError(f"ckpt_path={path}: not a Lightning checkpoint (no 'state_dict')")
+    key = type(datamodule).__qualname__
+    if key not in ckpt and not without_scheduler:
+        raise ValueError(f"ckpt_path={path} has no {key} state (the scheduler's history); "
+                         "set resume_without_scheduler=true to resume with a fresh scheduler")  # fmt: skip
+
+
 def train(cfg: DictConfig) -> dict[str, Any]:
     if "sim" in cfg:
         return run_simulation(cfg)
@@ -73,6 +95,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     datamodule = instantiate(cfg.data)
     callbacks = instantiate_each(cfg.get("callbacks"))
     install_constraints(callbacks, datamodule.scheduler)  # infeasible quotas fail here, before the model loads
+    if cfg.get("ckpt_path"):
+        check_checkpoint(cfg.ckpt_path, datamodule, bool(cfg.get("resume_without_scheduler", False)))
     model = instantiate(cfg.model)
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_each(cfg.get("logger")) or False)
     for lg in trainer.loggers:

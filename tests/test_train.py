@@ -94,12 +94,20 @@ def test_resumed_run_selects_what_the_uninterrupted_run_selected(tmp_path):
         ("scheduler.name=nope", "scheduler: unknown scheduler 'nope'"),
         ("callbacks.env_quota.min_share=0.5", "callbacks.env_quota: quota min_share values sum to 1.500 > 1"),
         ("data.batch_size=99", "data.batch_size=99 exceeds the training task pool"),
+        ("model.sampling.temperature=-1", "model.sampling: temperature must be a finite number >= 0"),
+        ("model.sampling.max_new_tokens=-5", "model.sampling: max_new_tokens must be an int >= 1"),
+        ("model.grpo.max_seq_len=8", r"model.grpo.max_seq_len \(8\) must exceed model.sampling.max_new_tokens"),
+        ("model.grpo.max_grad_norm=-1", "model.grpo: max_grad_norm must be > 0"),
+        ("scheduler.k_intra=-3", "scheduler: k_intra must be an integer >= 0"),
+        ("scheduler.penalty=-1", "scheduler: penalty must be a number >= 0"),
+        ("scheduler.coverage=abc", "scheduler: coverage must be a number"),
+        ("scheduler=greso,scheduler.p_init=-1", "scheduler: p_init must be a number >= 0.0 and <= 1.0"),
     ],
 )
 def test_bad_config_fails_before_the_model_is_built(tmp_path, override, match):
     # a model that cannot be built: reaching it would raise a different error
     with pytest.raises(Exception, match=match):
-        train(tiny_cfg(tmp_path, override, "model._target_=no.such.Module"))
+        train(tiny_cfg(tmp_path, *override.split(","), "model._target_=no.such.Module"))
     assert not (tmp_path / "checkpoints").exists()
 
 
@@ -110,3 +118,24 @@ def test_missing_benchmark_data_path_names_the_key(tmp_path):
     with pytest.raises(Exception, match="data_dir") as err:
         train(cfg)
     assert "bfcl_simple" in str(err.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint", None])
+def test_unreadable_or_missing_checkpoints_name_their_path(tmp_path, content):
+    ckpt = tmp_path / "bad.ckpt"
+    if content is not None:
+        ckpt.write_bytes(content)
+    with pytest.raises((ValueError, FileNotFoundError), match=f"ckpt_path={ckpt}"):
+        train(tiny_cfg(tmp_path / "run", f"ckpt_path={ckpt}", "model._target_=no.such.Module"))
+
+
+def test_a_checkpoint_without_the_scheduler_state_is_refused_unless_asked(tmp_path):
+    import torch
+
+    ckpt = tmp_path / "model_only.ckpt"
+    torch.save({"state_dict": {}, "epoch": 0}, ckpt)
+    with pytest.raises(ValueError, match="has no EnvSchedDataModule state"):
+        train(tiny_cfg(tmp_path / "run", f"ckpt_path={ckpt}", "model._target_=no.such.Module"))
+    with pytest.raises(Exception, match="no.such.Module|no_such"):  # accepted: reaches the model
+        train(tiny_cfg(tmp_path / "run2", f"ckpt_path={ckpt}", "resume_without_scheduler=true",
+                       "model._target_=no.such.Module"))  # fmt: skip

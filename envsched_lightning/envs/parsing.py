@@ -24,6 +24,7 @@ CLOSE = "</tool_call>"
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"
 _MAX_ERR = 80  # characters of a bad block quoted back in its error message
+MAX_BLOCKS = 64  # tool-call blocks parsed per turn; more is one error
 MAX_ARG_DEPTH = 16  # nesting of lists / objects inside `arguments`
 MAX_ARG_CHARS = 20_000  # total characters of strings and keys inside `arguments`
 MAX_ARG_NUMBER = 1e100  # |number| allowed in `arguments` (integers of 101+ digits are refused)
@@ -114,10 +115,15 @@ def parse_tool_calls(text: str) -> ParsedTurn:
     calls: list[ToolCall] = []
     errors: list[str] = []
     pos = 0
+    next_close = -2  # cached position of the next close tag (-2: not looked up yet; -1: none left)
     while True:
         start = text.find(OPEN, pos)
         if start < 0:
             content.append(_strip_stray_close(text[pos:], errors))
+            break
+        if len(calls) + len(errors) >= MAX_BLOCKS:
+            errors.append(f"more than {MAX_BLOCKS} {OPEN} blocks in one turn: the rest is ignored")
+            content.append(_strip_stray_close(text[pos:start], errors))
             break
         content.append(_strip_stray_close(text[pos:start], errors))
         body = start + len(OPEN)
@@ -133,7 +139,9 @@ def parse_tool_calls(text: str) -> ParsedTurn:
             pass
         # Not a clean JSON body: the block ends at the next close tag, or is unclosed if another
         # block (or the end of the text) comes first.
-        close, reopen = text.find(CLOSE, body), text.find(OPEN, body)
+        if next_close == -2 or 0 <= next_close < body:  # each close tag is searched for once: linear overall
+            next_close = text.find(CLOSE, body)
+        close, reopen = next_close, text.find(OPEN, body)
         if close < 0 or 0 <= reopen < close:
             errors.append(f"unclosed {OPEN} block: {_snippet(text[body:reopen if reopen >= 0 else None])}")
             if reopen < 0:

@@ -73,10 +73,17 @@ class TaskHistory:
         return {"step": self.step, "ema": self.ema, **{k: getattr(self, k).copy() for k in self.ARRAYS}}
 
     def load_state_dict(self, state: dict) -> None:
-        for k in self.ARRAYS:
+        arrays = {}
+        for k in self.ARRAYS:  # every array is checked before any is set
             arr = np.asarray(state[k])
             if arr.shape != getattr(self, k).shape:
                 raise ValueError(f"history.{k}: shape {arr.shape} does not match {getattr(self, k).shape}")
-            setattr(self, k, arr.astype(getattr(self, k).dtype, copy=True))
+            if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+                raise ValueError(f"history.{k}: {int((~np.isfinite(arr)).sum())} non-finite values")
+            arrays[k] = arr.astype(getattr(self, k).dtype, copy=True)
+        if not np.isfinite(float(state["ema"])):
+            raise ValueError(f"history.ema: non-finite {state['ema']!r}")
+        for k, arr in arrays.items():
+            setattr(self, k, arr)
         self.step = int(state["step"])
         self.ema = float(state["ema"])

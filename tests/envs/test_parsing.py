@@ -156,3 +156,15 @@ def test_fuzz_render_parse_round_trip(calls, prose):
     for c in calls:  # the rendered body is plain JSON the chat template would also produce
         body = render_tool_call(c)[len(OPEN) + 1 : -len(CLOSE) - 1]
         assert json.loads(body) == {"name": c.name, "arguments": c.arguments}
+
+
+def test_a_flood_of_tool_call_tags_is_cut_at_the_block_limit():
+    from envsched_lightning.envs.parsing import MAX_BLOCKS
+
+    for text in ("<tool_call>" * 100_000, "<tool_call>x" * 100_000 + "</tool_call>"):
+        parsed = parse_tool_calls(text)
+        assert len(parsed.errors) == MAX_BLOCKS + 1 and "the rest is ignored" in parsed.errors[-1]
+        assert parsed.calls == []
+    many = "".join(f'<tool_call>{{"name": "f{i}", "arguments": {{}}}}</tool_call>' for i in range(MAX_BLOCKS + 5))
+    parsed = parse_tool_calls(many)
+    assert len(parsed.calls) == MAX_BLOCKS and len(parsed.errors) == 1

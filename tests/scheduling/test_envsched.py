@@ -309,3 +309,15 @@ def test_update_with_no_groups_is_refused_and_changes_nothing():
         sched.update([])
     assert np.isfinite(sched.predict_ppr()).all()
     assert [list(a) for a in _drive(sched, 4, start=2)] == [list(a) for a in _drive(twin, 4, start=2)]
+
+
+def test_a_history_with_nan_is_refused_at_load_and_nothing_changes():
+    sched = build_scheduler("envsched", _two_env_pool(), seed=0)
+    _drive(sched, 2)
+    state = sched.state_dict()
+    state["history"]["ema_std"] = state["history"]["ema_std"].copy()
+    state["history"]["ema_std"][3] = np.nan
+    fresh = build_scheduler("envsched", _two_env_pool(), seed=0)
+    with pytest.raises(ValueError, match="history.ema_std: 1 non-finite"):
+        fresh.load_state_dict(state)
+    assert fresh.history.step == 0 and np.isfinite(fresh.history.ema_std).all()
