@@ -64,23 +64,48 @@ def read_jsonl(
 ) -> list[dict[str, Any]]:
     """One object per line (BFCL and ACEBench `.json` files are JSON Lines); errors name file and line.
 
-    `check(record)` may return a reason the record is unusable, reported with its line."""
+    Every record needs a unique `key`; `check(record)` may return a reason the record is unusable,
+    reported with its line (`field_types` builds one from expected field types)."""
     records = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    first_line: dict[str, int] = {}
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise ValueError(f"{path}:{lineno}: malformed JSON ({getattr(exc, 'msg', type(exc).__name__)})") from None
             if not isinstance(record, dict) or key not in record:
                 raise ValueError(f"{path}:{lineno}: expected an object with a {key!r} field")
+            rid = json.dumps(record[key], sort_keys=True)
+            if rid in first_line:
+                raise ValueError(f"{path}:{lineno}: duplicate {key} {record[key]!r} (first on line {first_line[rid]})")
+            first_line[rid] = lineno
             problem = check(record) if check is not None else None
             if problem:
                 raise ValueError(f"{path}:{lineno}: {problem}")
             records.append(record)
     return records
+
+
+def field_types(**expected: type | tuple[type, ...]) -> Callable[[dict[str, Any]], str | None]:
+    """A `read_jsonl` check: each named field present with one of the given JSON types."""
+
+    def check(record: dict[str, Any]) -> str | None:
+        for name, types in expected.items():
+            if name not in record:
+                return f"record {record.get('id', '?')!r} has no {name!r} field"
+            if not isinstance(record[name], types):
+                want = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+                return f"record {record.get('id', '?')!r}: {name!r} must be {want}, got {type(record[name]).__name__}"
+        return None
+
+    return check
 
 
 def to_tool_schema(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -326,11 +351,12 @@ class BfclEnvironment(Environment):
     @cached_property
     def records(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """(question, possible_answer or None) pairs, matched by id; a missing answer is an error."""
-        questions = read_jsonl(self.data_dir / f"BFCL_v3_{self.category}.json")
+        questions = read_jsonl(self.data_dir / f"BFCL_v3_{self.category}.json",
+                               check=field_types(question=list, function=list))  # fmt: skip
         if self.category in NO_ANSWER_CATEGORIES:
             return [(q, None) for q in questions]
         answer_path = self.data_dir / "possible_answer" / f"BFCL_v3_{self.category}.json"
-        answers = {a["id"]: a for a in read_jsonl(answer_path)}
+        answers = {a["id"]: a for a in read_jsonl(answer_path, check=field_types(ground_truth=(list, dict)))}
         missing = [q["id"] for q in questions if q["id"] not in answers]
         if missing:
             raise ValueError(f"{answer_path}: no answer for {len(missing)} question(s), e.g. {missing[:3]}")

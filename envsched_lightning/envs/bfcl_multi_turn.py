@@ -25,7 +25,7 @@ from envsched_lightning.envs.backends.math_api import MathAPI
 from envsched_lightning.envs.backends.message_api import MessageAPI
 from envsched_lightning.envs.backends.posting_api import TwitterAPI
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl import pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
+from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.parsing import render_assistant_turn
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
@@ -152,9 +152,10 @@ class MultiTurnEnvironment(Environment):
 
     @cached_property
     def _loaded(self) -> tuple[list[tuple[dict[str, Any], list[list[ToolCall]]]], list[str]]:
-        questions = read_jsonl(self.data_dir / "BFCL_v3_multi_turn_base.json")
+        questions = read_jsonl(self.data_dir / "BFCL_v3_multi_turn_base.json",
+                               check=field_types(question=list, involved_classes=list, initial_config=dict))
         answer_path = self.data_dir / "possible_answer" / "BFCL_v3_multi_turn_base.json"
-        answers = {a["id"]: a["ground_truth"] for a in read_jsonl(answer_path)}
+        answers = {a["id"]: a["ground_truth"] for a in read_jsonl(answer_path, check=field_types(ground_truth=list))}
         kept, excluded = [], []
         for q in questions:
             if not set(q["involved_classes"]) <= BACKENDS.keys():

@@ -1,0 +1,44 @@
+"""A bad task file fails at load with its path and line: bad bytes, duplicate ids, missing or mistyped fields."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from envsched_lightning.envs import make_env
+from envsched_lightning.envs.bfcl import field_types, read_jsonl
+
+GOOD = {"id": "simple_0", "question": [[{"role": "user", "content": "hi"}]],
+        "function": [{"name": "f", "description": "d", "parameters": {"type": "dict", "properties": {}, "required": []}}]}  # fmt: skip
+
+
+def write(path, *lines: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+@pytest.mark.parametrize(
+    ("lines", "match"),
+    [
+        ((json.dumps(GOOD).encode(), b"\xff\xfe{}"), r":2: not UTF-8 text"),
+        ((json.dumps(GOOD).encode(), json.dumps(GOOD).encode()), r":2: duplicate id 'simple_0' \(first on line 1\)"),
+        ((json.dumps({**GOOD, "question": "hi"}).encode(),), r":1: record 'simple_0': 'question' must be list, got str"),
+        ((json.dumps({k: v for k, v in GOOD.items() if k != "function"}).encode(),), r":1: record 'simple_0' has no 'function'"),
+        ((b"{" * 5000,), r":1: malformed JSON"),
+    ],
+    ids=["bytes", "duplicate", "type", "missing", "deep"],
+)
+def test_read_jsonl_names_file_and_line(tmp_path, lines, match):
+    path = tmp_path / "tasks.json"
+    write(path, *lines)
+    with pytest.raises(ValueError, match=f"{path}{match}"):
+        read_jsonl(path, check=field_types(question=list, function=list))
+
+
+def test_a_bfcl_question_file_with_a_string_question_fails_at_load_naming_it(tmp_path):
+    root = tmp_path / "bfcl_v3"
+    write(root / "BFCL_v3_simple.json", json.dumps({**GOOD, "question": "hi"}).encode())
+    write(root / "possible_answer" / "BFCL_v3_simple.json", json.dumps({"id": "simple_0", "ground_truth": []}).encode())
+    with pytest.raises(ValueError, match=r"BFCL_v3_simple.json:1: record 'simple_0': 'question' must be list"):
+        make_env("bfcl_simple", data_dir=str(tmp_path)).tasks()
