@@ -115,8 +115,11 @@ class TauEnvironment(Environment):
         cache = self.__dict__.setdefault("_hashes", {})
         if raw["task_id"] not in cache:
             tools = self.fresh_tools()
-            for action in raw["actions"]:
-                tools.execute(action["name"], action["kwargs"])
+            for i, action in enumerate(raw["actions"]):
+                out = tools.execute(action["name"], action["kwargs"])
+                if isinstance(out, str) and out.startswith("Error:"):  # the ground truth itself must run
+                    raise ValueError(f"tau_{self.domain} task {raw['task_id']!r}: ground-truth action {i} "
+                                     f"({action['name']}) fails: {out[len('Error: '):][:160]}")  # fmt: skip
             cache[raw["task_id"]] = tools.hash()
         return cache[raw["task_id"]]
 
@@ -141,6 +144,8 @@ class TauEnvironment(Environment):
 
     @cached_property
     def _tasks(self) -> list[Task]:
+        for raw in self.raw_tasks:  # a task whose ground truth does not run is refused at load, by id
+            self.expected_hash(raw)
         return [self._task(raw) for raw in self.raw_tasks]
 
     def tasks(self) -> list[Task]:

@@ -42,3 +42,13 @@ def test_a_bfcl_question_file_with_a_string_question_fails_at_load_naming_it(tmp
     write(root / "possible_answer" / "BFCL_v3_simple.json", json.dumps({"id": "simple_0", "ground_truth": []}).encode())
     with pytest.raises(ValueError, match=r"BFCL_v3_simple.json:1: record 'simple_0': 'question' must be list"):
         make_env("bfcl_simple", data_dir=str(tmp_path)).tasks()
+
+
+def test_a_tau_task_whose_ground_truth_fails_is_refused_at_load_by_id(tmp_path, shared_data):
+    path = tmp_path / "tasks.jsonl"
+    bad = {"task_id": "t_bad", "instruction": "x", "actions": [{"name": "get_user_details", "kwargs": {"user_id": 5}}],
+           "outputs": []}  # fmt: skip
+    write(path, json.dumps(bad).encode())
+    env = make_env("tau_retail", data_dir=str(shared_data), tasks_path=str(path))
+    with pytest.raises(ValueError, match=r"tau_retail task 't_bad': ground-truth action 0 \(get_user_details\) fails"):
+        env.tasks()
