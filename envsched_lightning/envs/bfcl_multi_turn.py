@@ -26,7 +26,7 @@ from envsched_lightning.envs.backends.message_api import MessageAPI
 from envsched_lightning.envs.backends.posting_api import TwitterAPI
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
-from envsched_lightning.envs.parsing import render_assistant_turn
+from envsched_lightning.envs.parsing import render_assistant_turn, validate_call
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 
@@ -105,8 +105,9 @@ def check_turns(record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]], 
 class MultiTurnEpisode(Episode):
     """Executes model calls live (for the model to read) and re-checks the whole log at the end."""
 
-    def __init__(self, record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]]) -> None:
-        self._record, self._truth = record, truth
+    def __init__(self, record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]],
+                 schemas: Sequence[Mapping[str, Any]] = ()) -> None:  # fmt: skip
+        self._record, self._truth, self._schemas = record, truth, list(schemas)
         self._world = World(record["involved_classes"], record["initial_config"])
         self.turns: list[list[ToolCall]] = [[]]
 
@@ -114,6 +115,10 @@ class MultiTurnEpisode(Episode):
         results = []
         for call in calls:
             self.turns[-1].append(call)
+            invalid = validate_call(call, self._schemas) if self._schemas else None
+            if invalid:  # checked against the offered docs before any backend runs
+                results.append(ToolResult(call.name, f"Error: {invalid}", invalid))
+                continue
             try:
                 out = self._world.execute(call)
                 results.append(ToolResult(call.name, render_result(out), out.get("error")))
@@ -213,7 +218,7 @@ class MultiTurnEnvironment(Environment):
                 texts.append(render_assistant_turn("", turn))
             texts.append("Done.")
         return texts
-
+        return MultiTurnEpisode(task.ground_truth["record"], task.ground_truth["calls"], self.tools_for(task))
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [to_tool_schema(d) for cls in BACKENDS for d in self.docs[cls].values()]
 

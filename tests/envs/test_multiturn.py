@@ -93,3 +93,15 @@ def test_file_system_basics() -> None:
     assert "error" in fs.execute("cd", {"folder": "nope"})
     assert "error" in fs.execute("_file", {"name": "a.txt"})  # private helpers are not tools
     assert set(fs.public_state()) == {"root"}
+
+
+@needs_data
+def test_arguments_are_checked_against_the_docs_before_a_backend_runs(env) -> None:
+    task = next(t for t in env.tasks() if "GorillaFileSystem" in t.ground_truth["record"]["involved_classes"])
+    episode = env.reset(task)
+    before = episode._world.state()
+    (result,) = episode.step([ToolCall("cd", {"folder": 123})])
+    assert result.error and "folder" in result.error
+    (result,) = episode.step([ToolCall("mkdir", {"dir_name": "new", "unexpected": 1})])
+    assert result.error and "unexpected" in result.error
+    assert episode._world.state() == before
