@@ -218,9 +218,9 @@ class MultiTurnEnvironment(Environment):
                 texts.append(render_assistant_turn("", turn))
             texts.append("Done.")
         return texts
-        return MultiTurnEpisode(task.ground_truth["record"], task.ground_truth["calls"], self.tools_for(task))
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [to_tool_schema(d) for cls in BACKENDS for d in self.docs[cls].values()]
 
     def reset(self, task: Task) -> Episode:
-        return MultiTurnEpisode(task.ground_truth["record"], task.ground_truth["calls"])
+        return MultiTurnEpisode(task.ground_truth["record"], task.ground_truth["calls"], self.tools_for(task))
