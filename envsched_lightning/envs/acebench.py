@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl import pattern_features, read_jsonl, resolve_data_dir, standardize_string, to_tool_schema
+from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, standardize_string, to_tool_schema
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 
@@ -181,8 +181,8 @@ class AceBenchEnvironment(Environment):
     def records(self) -> list[tuple[dict[str, Any], Any]]:
         """(question, ground_truth) pairs matched by id."""
         path = self.data_dir / "possible_answer" / f"data_{self.category}.json"
-        answers = {a["id"]: a["ground_truth"] for a in read_jsonl(path)}
-        questions = read_jsonl(self.data_dir / f"data_{self.category}.json")
+        answers = {a["id"]: a["ground_truth"] for a in read_jsonl(path, check=field_types(ground_truth=(list, dict, str)))}
+        questions = read_jsonl(self.data_dir / f"data_{self.category}.json", check=field_types(question=str, function=list))
         missing = [q["id"] for q in questions if q["id"] not in answers]
         if missing:
             raise ValueError(f"{path}: no answer for {missing[:3]}")
