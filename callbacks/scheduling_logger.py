@@ -66,13 +66,23 @@ class SchedulingLoggerCallback(Callback):
         self.first_step = 0
         self.points: list[tuple[float, float]] = []  # (predicted, realised std) for the scatter
         self.heatmap_path: Path | None = None
+        self._run_dir: Path | None = None
 
     def run_dir(self, trainer: Trainer) -> Path:
-        return Path(self.out_dir or trainer.log_dir or trainer.default_root_dir)
+        """Resolved once, in `on_train_start` on every rank: under DDP `trainer.log_dir` is a
+        broadcast all ranks must join, so rank 0 alone must never be the first to ask."""
+        if self._run_dir is None:
+            self._run_dir = Path(self.out_dir or trainer.log_dir or trainer.default_root_dir)
+        return self._run_dir
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self.env_names = self.env_names or list(datamodule_of(trainer).scheduler.env_names)
+
+    @override
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._run_dir = None
+        self.run_dir(trainer)
 
     @override
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -139,3 +140,19 @@ def test_a_checkpoint_without_the_scheduler_state_is_refused_unless_asked(tmp_pa
     with pytest.raises(Exception, match="no.such.Module|no_such"):  # accepted: reaches the model
         train(tiny_cfg(tmp_path / "run2", f"ckpt_path={ckpt}", "resume_without_scheduler=true",
                        "model._target_=no.such.Module"))  # fmt: skip
+
+
+def test_an_env_list_leaving_out_worlds_the_experiment_configures_trains(tmp_path):
+    """tiny_cpu (and TINY here) set options for calendar and messaging; env=[banking,airline] drops them."""
+    out = train(tiny_cfg(tmp_path, "env=[banking,airline]", "env.airline.num_tasks=6", "data.steps_per_epoch=1"))
+    assert set(out["objects"]["datamodule"].envs) == {"banking", "airline"}
+    assert out["checkpoint"]
+
+
+def test_ddp_with_the_apps_callbacks_and_logger_finishes(tmp_path):
+    """Two gloo processes through train.py: every rank joins trainer.log_dir's broadcast."""
+    args = [sys.executable, str(REPO / "train.py"), "trainer.strategy=ddp", "trainer.devices=2", *TINY,
+            "data.steps_per_epoch=2", f"hydra.run.dir={tmp_path}", f"output_dir={tmp_path}"]  # fmt: skip
+    run = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "heatmap: " in run.stdout and (tmp_path / "checkpoints" / "last.ckpt").exists()
