@@ -51,7 +51,7 @@ def resolve_data_dir(env_name: str, data_dir: str | os.PathLike[str] | None, sub
     at construction, naming the option, instead of deep inside a rollout.
     """
     if data_dir in (None, "", "None", "null"):
-        raise ValueError(f"environment {env_name!r}: option `data_dir` is not set (set ENVSCHED_DATA or env.data_dir=...)")
+        raise ValueError(f"environment {env_name!r}: option `data_dir` is not set (set ENVSCHED_DATA=/path/to/data or env.{env_name}.data_dir=...)")
     root = Path(data_dir).expanduser()
     path = root / sub if (root / sub).is_dir() else root
     if not path.is_dir():

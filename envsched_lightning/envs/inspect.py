@@ -3,11 +3,13 @@
     python -m envsched_lightning.envs.inspect                # every built-in world
     python -m envsched_lightning.envs.inspect banking airline
     python -m envsched_lightning.envs.inspect --all          # every registered environment
+    python -m envsched_lightning.envs.inspect --all --data /path/to/data   # default: $ENVSCHED_DATA
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -59,11 +61,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="environment names (default: every built-in world)")
     parser.add_argument("--all", action="store_true", help="every registered environment, loaders included")
     parser.add_argument("--num-tasks", type=int, default=None, help="override num_tasks for tool worlds")
+    parser.add_argument("--data", default=os.environ.get("ENVSCHED_DATA"),
+                        help="benchmark data folder for BFCL / ACEBench / tau-bench (default: $ENVSCHED_DATA)")
     args = parser.parse_args(argv)
     names = args.names or (env_names() if args.all else builtin_env_names())
-    options = {"num_tasks": args.num_tasks} if args.num_tasks else {}
+    builtin = set(builtin_env_names())
     rows = []
     for name in names:
+        if name in builtin:
+            options = {"num_tasks": args.num_tasks} if args.num_tasks else {}
+        else:  # benchmark loaders read their data folder
+            options = {"data_dir": args.data}
         try:
             rows.append(summarize(make_env(name, **options)))
         except (ValueError, TypeError, FileNotFoundError) as e:

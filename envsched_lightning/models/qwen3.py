@@ -123,7 +123,7 @@ def _missing_weights(path: str, why: str) -> FileNotFoundError:
     return FileNotFoundError(
         f"Qwen3 weights are not available locally at {path!r} ({why}). This project never downloads "
         f"weights during training: fetch them first, e.g. `huggingface-cli download Qwen/Qwen3-8B "
-        f"--local-dir {path}`, then point model.path at that directory."
+        f"--local-dir {path}`, then pass `model_path=<that directory>` (or set QWEN3_8B_PATH)."
     )
 
 

@@ -58,3 +58,13 @@ def test_inspect_prints_a_table(capsys):
 def test_inspect_reports_unknown_names(capsys):
     assert main(["no_such_world"]) == 2
     assert "unknown environment" in capsys.readouterr().err
+
+
+def test_inspect_reads_benchmark_data_from_the_flag_or_envsched_data(capsys, monkeypatch, shared_data):
+    monkeypatch.delenv("ENVSCHED_DATA", raising=False)
+    assert main(["bfcl_simple"]) == 2
+    assert "env.bfcl_simple.data_dir" in capsys.readouterr().err
+    assert main(["bfcl_simple", "tau_retail", "--data", str(shared_data)]) == 0
+    assert "tau_retail" in capsys.readouterr().out
+    monkeypatch.setenv("ENVSCHED_DATA", str(shared_data))
+    assert main(["bfcl_simple"]) == 0
