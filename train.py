@@ -10,6 +10,8 @@ uniform sampling on the simulated GRPO learner instead.
 from __future__ import annotations
 
 import json
+import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +81,35 @@ def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> Non
                          "set resume_without_scheduler=true to resume with a fresh scheduler")  # fmt: skip
 
 
+log = logging.getLogger(__name__)
+NOISE = (
+    r".*isinstance\(treespec, LeafSpec\)` is deprecated.*",  # Lightning internals on torch >= 2.13
+    r".*You have overridden `transfer_batch_to_device` in `LightningModule` but have passed in a `LightningDataModule`.*",
+    r".*Your `IterableDataset` has `__len__` defined.*",  # the scheduled stream knows its length on purpose
+)
+
+
+def quiet_known_noise() -> None:
+    """Silence warnings that say nothing about a run, and print Lightning's log lines once.
+
+    Under Hydra the root logger already prints (and files) every record; Lightning's own console
+    handler would print each INFO line a second time."""
+    for pattern in NOISE:
+        warnings.filterwarnings("ignore", message=pattern)
+    if logging.getLogger().handlers:
+        import lightning.pytorch  # noqa: F401 - its import installs the handlers cleared here
+
+        for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+            logging.getLogger(name).handlers.clear()
+            logging.getLogger(name).propagate = True
+
+
 def train(cfg: DictConfig) -> dict[str, Any]:
+    quiet_known_noise()
+    if cfg.get("torch_threads"):  # on a small shared CPU one intra-op thread is often several times faster
+        import torch
+
+        torch.set_num_threads(int(cfg.torch_threads))
     if "sim" in cfg:
         return run_simulation(cfg)
     import lightning as L
@@ -97,10 +127,18 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     install_constraints(callbacks, datamodule.scheduler)  # infeasible quotas fail here, before the model loads
     if cfg.get("ckpt_path"):
         check_checkpoint(cfg.ckpt_path, datamodule, bool(cfg.get("resume_without_scheduler", False)))
+    if (cfg.trainer.get("max_steps") or -1) > 0:
+        log.warning("trainer.max_steps=%s counts optimiser steps (ppo_epochs x num_mini_batches per GRPO step, "
+                    "none for a skipped step); GRPO steps are data.steps_per_epoch x trainer.max_epochs",
+                    cfg.trainer.max_steps)  # fmt: skip
     model = instantiate(cfg.model)
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_each(cfg.get("logger")) or False)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
     for lg in trainer.loggers:
-        lg.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+        lg.log_hyperparams(resolved)
+    if trainer.is_global_zero and cfg.get("output_dir"):  # readable next to the run, whatever the logger
+        Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(cfg.output_dir) / "config_resolved.yaml").write_text(OmegaConf.to_yaml(resolved))
     # weights_only=False: the checkpoint carries the scheduler's numpy state and RNG states (resume
     # only from checkpoints you wrote)
     trainer.fit(model, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"), weights_only=False)

@@ -156,3 +156,12 @@ def test_ddp_with_the_apps_callbacks_and_logger_finishes(tmp_path):
     run = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "heatmap: " in run.stdout and (tmp_path / "checkpoints" / "last.ckpt").exists()
+
+
+def test_a_run_prints_its_progress_and_a_summary(tmp_path, capsys):
+    train(tiny_cfg(tmp_path, "data.steps_per_epoch=2"))
+    out = capsys.readouterr().out
+    assert "warm start: 2 supervised steps" in out and "training: 2 GRPO steps" in out
+    assert "step 1: reward " in out and "step 2: reward " in out and "eval after step 2: held-out score" in out
+    assert "done: 2 steps in " in out and "reward " in out.split("done: ")[1]
+    assert (tmp_path / "config_resolved.yaml").read_text().startswith("scheduler:")
