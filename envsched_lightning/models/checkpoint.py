@@ -57,9 +57,14 @@ def warm_up(policy: Policy, envs: Sequence[Environment], steps: int, chat_templa
     """Supervised steps on the scripted episodes of `envs` (those that have a script), as the module's warm start."""
     from envsched_lightning.module import GRPOModule
 
-    module = GRPOModule(policy, grpo=dict(max_seq_len=8192), warm_start=dict(steps=steps, lr=3e-3, batch_size=16),
+    from envsched_lightning.rollout import ChatRenderer
+
+    module = GRPOModule(policy, grpo=dict(max_seq_len=1024), warm_start=dict(steps=steps, lr=3e-3, batch_size=16),
                         chat_template_kwargs=chat_template_kwargs)  # fmt: skip
-    items = [(task, env) for env in envs for task in env.tasks()[:64]]
+    # tasks whose prompt alone passes 512 tokens (BFCL multi-turn: about 2,000) are left out: they
+    # would make every padded batch ten times slower, and the format they teach is in the short ones
+    renderer = ChatRenderer(policy.tokenizer, chat_template_kwargs)
+    items = [(task, env) for env in envs for task in env.tasks()[:64] if len(renderer.prompt(task, env)) <= 512]
     return module.warm_start(items)
 
 
