@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import warnings
 from pathlib import Path
 from typing import Any
 
-import hydra
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+# PyG writes generated message-passing code into the temp folder and leaves it there: unless the
+# caller chose a TMPDIR, keep it in the repository's scratch folder (.tmp/, ignored by git).
+if "TMPDIR" not in os.environ:
+    os.environ["TMPDIR"] = str(Path(__file__).resolve().parent / ".tmp")
+    Path(os.environ["TMPDIR"]).mkdir(exist_ok=True)
+
+import hydra  # noqa: E402
+from hydra.utils import instantiate  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 
 def run_simulation(cfg: DictConfig) -> dict[str, Any]:
