@@ -77,7 +77,7 @@ def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> Non
     if not file.is_file() or file.stat().st_size == 0:
         raise FileNotFoundError(f"ckpt_path={path}: {'empty file' if file.is_file() else 'no such file'}")
     try:
-        ckpt = torch.load(file, map_location="cpu", weights_only=False)
+        ckpt = torch.load(file, map_location="cpu", weights_only=False, mmap=True)  # keys only: Lightning reads it next
     except Exception as err:  # noqa: BLE001 - any unreadable file gets the same clear message
         raise ValueError(f"ckpt_path={path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
@@ -111,6 +111,20 @@ def quiet_known_noise() -> None:
             logging.getLogger(name).propagate = True
 
 
+def drop_unselected_envs(cfg: DictConfig) -> None:
+    """Remove option-only `env` nodes before anything reads `env` (the DataModule, the tokenizer corpus).
+
+    An experiment may set options for worlds (``env.calendar.num_tasks``) that an override such as
+    ``env=[banking,airline]`` then leaves unselected: Hydra keeps such a node without its `_target_`."""
+    from omegaconf import open_dict
+
+    envs = cfg.get("env") or {}
+    with open_dict(cfg):
+        for key in [k for k, node in envs.items() if "_target_" not in node]:
+            log.info("env.%s: options for an environment that is not selected (env=[...]); ignored", key)
+            del cfg.env[key]
+
+
 def train(cfg: DictConfig) -> dict[str, Any]:
     quiet_known_noise()
     if cfg.get("torch_threads"):  # on a small shared CPU one intra-op thread is often several times faster
@@ -129,6 +143,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
         plain = OmegaConf.to_container(OmegaConf.masked_copy(cfg.model, ["sampling", "grpo", "warm_start"]), resolve=True)
         check_options(plain.get("sampling"), plain.get("grpo"), plain.get("warm_start"))
+    drop_unselected_envs(cfg)
     datamodule = instantiate(cfg.data)
     callbacks = instantiate_each(cfg.get("callbacks"))
     install_constraints(callbacks, datamodule.scheduler)  # infeasible quotas fail here, before the model loads

@@ -69,11 +69,9 @@ class SchedulingLoggerCallback(Callback):
         self._run_dir: Path | None = None
 
     def run_dir(self, trainer: Trainer) -> Path:
-        """Resolved once, in `on_train_start` on every rank: under DDP `trainer.log_dir` is a
-        broadcast all ranks must join, so rank 0 alone must never be the first to ask."""
-        if self._run_dir is None:
-            self._run_dir = Path(self.out_dir or trainer.log_dir or trainer.default_root_dir)
-        return self._run_dir
+        """Set in `on_train_start` on every rank: under DDP `trainer.log_dir` is a broadcast all
+        ranks must join, so rank 0 alone must never be the one to ask."""
+        return self._run_dir or Path(self.out_dir or trainer.log_dir or trainer.default_root_dir)
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
@@ -81,8 +79,7 @@ class SchedulingLoggerCallback(Callback):
 
     @override
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        self._run_dir = None
-        self.run_dir(trainer)
+        self._run_dir = Path(self.out_dir or trainer.log_dir or trainer.default_root_dir)
 
     @override
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:

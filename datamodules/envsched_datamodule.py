@@ -16,7 +16,6 @@ its own copy (the launcher re-runs the script) and only rank 0's scheduler is co
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,7 +32,6 @@ from .distributed import broadcast_from_zero, gather_lists
 from .rng import capture_rng, restore_rng
 from .task_pool import build_pool
 
-log = logging.getLogger(__name__)
 SchedulerFactory = Callable[..., Scheduler]  # `build_scheduler` partial: (specs=..., seed=...) -> Scheduler
 
 
@@ -41,23 +39,6 @@ def _positive(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"data.{name} must be a positive int, got {value!r}")
     return value
-
-
-def selected_environments(envs: Mapping[str, Any]) -> dict[str, Environment]:
-    """The built environments of `env`; option-only nodes are dropped with a log line.
-
-    An experiment may set options for worlds (``env.calendar.num_tasks``) that an override such
-    as ``env=[banking,airline]`` then leaves unselected: Hydra keeps such a node without its
-    `_target_`, so it arrives as plain options, which say nothing to train on."""
-    out: dict[str, Environment] = {}
-    for key, env in envs.items():
-        if isinstance(env, Environment):
-            out[key] = env
-        elif isinstance(env, Mapping) and "_target_" not in env:
-            log.info("env.%s: options for an environment that is not selected (env=[...]); ignored", key)
-        else:
-            raise ValueError(f"env.{key}: expected an environment config with _target_, got {type(env).__name__}")
-    return out
 
 
 class EnvSchedDataModule(LightningDataModule):
@@ -82,7 +63,7 @@ class EnvSchedDataModule(LightningDataModule):
         self.val_batch_size = _positive("val_batch_size", val_batch_size)
         if isinstance(eval_per_env, bool) or not isinstance(eval_per_env, int) or eval_per_env < 0:
             raise ValueError(f"data.eval_per_env must be a non-negative int, got {eval_per_env!r}")
-        self.envs = selected_environments(envs)
+        self.envs = dict(envs)
         self.eval_envs = dict(eval_envs or {})  # evaluated only, never scheduled (held-out environments)
         self.pool = build_pool(self.envs, eval_per_env, self.eval_envs, _positive("eval_env_tasks", eval_env_tasks))
         if self.batch_size > len(self.pool.train):

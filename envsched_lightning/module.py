@@ -105,10 +105,11 @@ def _has_oracle(task: Task, env: Environment) -> bool:
         return False
 
 
-def check_options(sampling: Mapping[str, Any] | None, grpo: Mapping[str, Any] | None,
-                  warm_start: Mapping[str, Any] | None, prefix: str = "model") -> None:  # fmt: skip
-    """Build the module's option records from plain mappings, so a bad value fails before any model
-    loads, with the config key in the message (``model.sampling: ...``)."""
+def check_options(sampling: SamplingConfig | Mapping[str, Any] | None, grpo: GRPOConfig | Mapping[str, Any] | None,
+                  warm_start: WarmStartConfig | Mapping[str, Any] | None,
+                  prefix: str = "model") -> tuple[SamplingConfig, GRPOConfig, WarmStartConfig]:  # fmt: skip
+    """The module's option records, checked alone and together, with the config key in any error
+    (``model.sampling: ...``). train.py calls it before any model loads; the module builds from it."""
     checked = {}
     for key, cls, value in (("sampling", SamplingConfig, sampling), ("grpo", GRPOConfig, grpo),
                             ("warm_start", WarmStartConfig, warm_start)):  # fmt: skip
@@ -120,6 +121,7 @@ def check_options(sampling: Mapping[str, Any] | None, grpo: Mapping[str, Any] | 
     if max_seq_len <= new_tokens:
         raise ValueError(f"{prefix}.grpo.max_seq_len ({max_seq_len}) must exceed {prefix}.sampling.max_new_tokens "
                          f"({new_tokens}): no prompt would fit")  # fmt: skip
+    return checked["sampling"], checked["grpo"], checked["warm_start"]
 
 
 class GRPOModule(LightningModule):
@@ -138,9 +140,7 @@ class GRPOModule(LightningModule):
         super().__init__()
         self.automatic_optimization = False
         self.model, self.tokenizer = policy
-        self.sampling = SamplingConfig.coerce(sampling)
-        self.grpo = coerce(GRPOConfig, grpo)
-        self.warm = coerce(WarmStartConfig, warm_start)
+        self.sampling, self.grpo, self.warm = check_options(sampling, grpo, warm_start)
         if self.grpo.kl_coef > 0 and not hasattr(self.model, "disable_adapter"):
             raise ValueError("kl_coef > 0 needs a LoRA model: its reference policy is the base with adapters off")
         self.engine: RolloutEngine = (engine or HFEngine)(self.model, self.tokenizer)

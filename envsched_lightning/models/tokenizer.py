@@ -13,7 +13,7 @@ Training takes milliseconds and is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -77,13 +77,9 @@ def environment_corpus(env: Environment) -> list[str]:
     return texts
 
 
-def _resolve_envs(envs: Iterable[Environment | str | Mapping[str, Any]]) -> list[Environment]:
-    """Environments and registered names; option-only config nodes (an experiment's options for a
-    world the `env=[...]` override left out) carry no tasks and are skipped."""
+def _resolve_envs(envs: Iterable[Environment | str]) -> list[Environment]:
     resolved = []
     for env in envs:
-        if isinstance(env, Mapping) and "_target_" not in env:
-            continue
         if isinstance(env, str):
             from envsched_lightning.envs import make_env  # lazy: envs may import rollout helpers
 
