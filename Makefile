@@ -18,7 +18,7 @@ REHEARSAL_MODEL := $(TMPDIR)/rehearsal/tiny-qwen3
 ENVSCHED_DATA ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data))
 VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python
 
-.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm
+.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm docs-check
 
 # $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
 define install_venv
@@ -57,11 +57,16 @@ setup-vllm: $(VLLM_STAMP)
 rehearsal: $(VLLM_STAMP)
 	$(VLLM_RUN) -m envsched_lightning.models.checkpoint $(REHEARSAL_MODEL) --experiment envsched_qwen3_8b
 	$(VLLM_RUN) train.py experiment=envsched_qwen3_8b model_path=$(REHEARSAL_MODEL) \
-		trainer=cpu model.policy.dtype=float32 trainer.max_epochs=1 data.steps_per_epoch=2 $(ARGS)
+		trainer=cpu model.policy.dtype=float32 steps=2 data.steps_per_epoch=2 $(ARGS)
 
 # about 2 minutes; a stuck engine prints every thread's stack after 10 minutes and stops at 20
 test-vllm: $(VLLM_STAMP)
 	timeout 1200 $(VLLM_RUN) -m pytest -q -o faulthandler_timeout=600 tests_vllm $(ARGS)
+
+# every command README.md and docs/ show, with small step counts (scripts/docs_commands.py);
+# the engine comparison among them needs .venv-vllm
+docs-check: $(STAMP) $(VLLM_STAMP)
+	$(BIN)/python scripts/docs_commands.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(TMPDIR) outputs

@@ -26,6 +26,8 @@ import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
+from envsched_lightning.threads import set_torch_threads  # noqa: E402
+
 
 def run_simulation(cfg: DictConfig) -> dict[str, Any]:
     from envsched_lightning.simulation import make_world, run_scheduler
@@ -96,6 +98,13 @@ NOISE = (
 )
 
 
+class _DropAdvert(logging.Filter):
+    """Lightning >= 2.6 logs an advertisement for its hosted logger on every Trainer without one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "litlogger" not in record.getMessage()
+
+
 def quiet_known_noise() -> None:
     """Silence warnings that say nothing about a run, and print Lightning's log lines once.
 
@@ -103,6 +112,9 @@ def quiet_known_noise() -> None:
     handler would print each INFO line a second time."""
     for pattern in NOISE:
         warnings.filterwarnings("ignore", message=pattern)
+    rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(isinstance(f, _DropAdvert) for f in rank_zero.filters):
+        rank_zero.addFilter(_DropAdvert())
     if logging.getLogger().handlers:
         import lightning.pytorch  # noqa: F401 - its import installs the handlers cleared here
 
@@ -125,12 +137,47 @@ def drop_unselected_envs(cfg: DictConfig) -> None:
             del cfg.env[key]
 
 
+def set_run_length(cfg: DictConfig) -> None:
+    """The run lasts `steps` GRPO steps: the DataModule stops the trainer there (`data.total_steps`).
+
+    Lightning's own counters cannot say it: `trainer.max_steps` counts optimiser steps (a GRPO step
+    makes ppo_epochs x num_mini_batches of them, or none when every group is zero-variance), and
+    epochs are only the evaluation interval (`data.steps_per_epoch`), so both are refused here."""
+    import math
+
+    from omegaconf import open_dict
+
+    if (cfg.trainer.get("max_steps") or -1) > 0:
+        raise ValueError(f"trainer.max_steps={cfg.trainer.max_steps} counts optimiser steps (ppo_epochs x "
+                         "num_mini_batches per GRPO step); set the run's length in GRPO steps with steps=N")  # fmt: skip
+    if cfg.trainer.get("max_epochs") is not None:
+        raise ValueError(f"trainer.max_epochs={cfg.trainer.max_epochs}: the run's length is steps=N (GRPO steps); "
+                         "evaluation runs every data.steps_per_epoch steps")  # fmt: skip
+    steps = cfg.get("steps")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int (GRPO steps of the run), got {steps!r}")
+    with open_dict(cfg):
+        cfg.trainer.max_epochs = math.ceil(steps / cfg.data.steps_per_epoch)
+
+
+def save_config(cfg: DictConfig, trainer: Any) -> None:
+    """The resolved config in every logger's run config, and as a readable file next to the run and in W&B."""
+    from lightning.pytorch.loggers import WandbLogger
+
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    text = OmegaConf.to_yaml(resolved)
+    for lg in trainer.loggers:
+        lg.log_hyperparams(resolved)
+        if trainer.is_global_zero and isinstance(lg, WandbLogger):  # a file in the run, synced with it
+            (Path(lg.experiment.dir) / "config_resolved.yaml").write_text(text)
+    if trainer.is_global_zero and cfg.get("output_dir"):
+        Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(cfg.output_dir) / "config_resolved.yaml").write_text(text)
+
+
 def train(cfg: DictConfig) -> dict[str, Any]:
     quiet_known_noise()
-    if cfg.get("torch_threads"):  # on a small shared CPU one intra-op thread is often several times faster
-        import torch
-
-        torch.set_num_threads(int(cfg.torch_threads))
+    set_torch_threads(cfg.get("torch_threads"))  # conf: OMP_NUM_THREADS when set, else the experiment's default
     if "sim" in cfg:
         return run_simulation(cfg)
     import lightning as L
@@ -143,24 +190,16 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
         plain = OmegaConf.to_container(OmegaConf.masked_copy(cfg.model, ["sampling", "grpo", "warm_start"]), resolve=True)
         check_options(plain.get("sampling"), plain.get("grpo"), plain.get("warm_start"))
+    set_run_length(cfg)
     drop_unselected_envs(cfg)
     datamodule = instantiate(cfg.data)
     callbacks = instantiate_each(cfg.get("callbacks"))
     install_constraints(callbacks, datamodule.scheduler)  # infeasible quotas fail here, before the model loads
     if cfg.get("ckpt_path"):
         check_checkpoint(cfg.ckpt_path, datamodule, bool(cfg.get("resume_without_scheduler", False)))
-    if (cfg.trainer.get("max_steps") or -1) > 0:
-        log.warning("trainer.max_steps=%s counts optimiser steps (ppo_epochs x num_mini_batches per GRPO step, "
-                    "none for a skipped step); GRPO steps are data.steps_per_epoch x trainer.max_epochs",
-                    cfg.trainer.max_steps)  # fmt: skip
     model = instantiate(cfg.model)
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_each(cfg.get("logger")) or False)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    for lg in trainer.loggers:
-        lg.log_hyperparams(resolved)
-    if trainer.is_global_zero and cfg.get("output_dir"):  # readable next to the run, whatever the logger
-        Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
-        (Path(cfg.output_dir) / "config_resolved.yaml").write_text(OmegaConf.to_yaml(resolved))
+    save_config(cfg, trainer)
     # weights_only=False: the checkpoint carries the scheduler's numpy state and RNG states (resume
     # only from checkpoints you wrote)
     trainer.fit(model, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"), weights_only=False)

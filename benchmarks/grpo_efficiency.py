@@ -1,6 +1,7 @@
 """Rollout efficiency on real GRPO training: every scheduler, several seeds, one warm start.
 
     python -m benchmarks.grpo_efficiency [--seeds 3] [--steps 120] [--bfcl ../shared/data] [--out DIR]
+    python -m benchmarks.grpo_efficiency --replot DIR/grpo_efficiency.json --out docs/   # redraw only
 
 Each run is the application's own path (Hydra `experiment=tiny_cpu` composed with
 `scheduler=<name> seed=<s>`, the real `EnvSchedDataModule` and `GRPOModule` under a Lightning
@@ -12,8 +13,10 @@ Each run is the application's own path (Hydra `experiment=tiny_cpu` composed wit
   a BFCL-v3 `simple` subset is scored as well, as an environment never trained on.
 Every run spends the same rollouts (steps x batch x group). Prints a Markdown table (held-out score
 at equal steps, per environment at the end, steps and rollouts to reach random's final score, the
-ratio, zero-variance share, wall time) and writes JSON and a PNG of score vs rollouts with seed
-bands under `--out`.
+ratio, zero-variance share, wall time) and writes JSON and a PNG under `--out`: held-out score vs
+GRPO steps, one line per scheduler (seed mean, band +-1 standard error), the target line that
+`steps_to_target` is measured against, and rollouts on the top axis. `--replot` redraws the PNG
+from a saved JSON without training anything.
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 SCHEDULERS = ("random", "plr", "mopps", "greso", "sec", "envsched")
@@ -57,7 +63,7 @@ class Setup:
             f"env=[{','.join(self.envs)}]", f"output_dir={out}",
             f"data.batch_size={self.batch_size}", f"data.steps_per_epoch={self.eval_every}",
             f"data.eval_per_env={self.eval_per_env}", f"data.val_batch_size={self.eval_per_env * len(self.envs)}",
-            f"trainer.max_epochs={self.steps // self.eval_every}", "++trainer.enable_checkpointing=false",
+            f"steps={self.steps}", "++trainer.enable_checkpointing=false",
             f"model.grpo.group_size={self.group_size}", f"model.sampling.max_new_tokens={self.max_new_tokens}",
             f"model.warm_start.steps={self.warm_steps}",
         ]  # fmt: skip
@@ -206,24 +212,69 @@ def summarize(results: dict[str, list[dict]], warm: dict, setup: Setup) -> list[
     return rows
 
 
-def plot(results: dict[str, list[dict]], warm: dict, setup: Setup, path: Path) -> None:
-    import matplotlib
+# random grey (the baseline), envsched the strongest colour; a scheduler added later takes a free one
+COLORS = {"random": "#555555", "plr": "#1f77b4", "mopps": "#ff7f0e", "greso": "#2ca02c", "sec": "#9467bd",
+          "envsched": "#d62728"}  # fmt: skip
+SPARE_COLORS = ("#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+def target_score(results: dict[str, list[dict]], warm: dict, setup: Setup) -> float | None:
+    """Random's final seed-mean held-out score: what `steps_to_target` in `summarize` is measured
+    against (the same expression; a test holds the two together). None without a random run."""
+    if not results.get("random"):
+        return None
+    return float(curves(results["random"], warm, setup)[1][:, -1].mean())
+
+
+def plot(results: dict[str, list[dict]], warm: dict, setup: Setup, path: Path | None = None) -> Figure:
+    """Held-out score vs GRPO step, one line per scheduler, the target line drawn; returns the Figure.
+
+    Built on `matplotlib.figure.Figure`, not pyplot: no backend is switched and no figure leaks."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 5.2))
+    ax = fig.add_subplot()
+    target = target_score(results, warm, setup)
+    spare = iter(SPARE_COLORS)
     for name, runs in results.items():
-        steps, sc = curves(runs, warm, setup)
-        x = steps * setup.batch_size * setup.group_size
-        ax.plot(x, sc.mean(0), label=name, lw=2.2 if name == "envsched" else 1.4)
-        ax.fill_between(x, sc.min(0), sc.max(0), alpha=0.15)
-    ax.set_xlabel("rollouts spent")
+        steps, sc = curves(runs, warm, setup)  # [E+1], [seeds, E+1]
+        mean = sc.mean(0)
+        se = sc.std(0, ddof=1) / np.sqrt(len(sc)) if len(sc) > 1 else np.zeros_like(mean)
+        color = COLORS.get(name) or next(spare, None)
+        lw = 2.6 if name == "envsched" else 1.6
+        line = ax.plot(steps, mean, color=color, label=name, lw=lw, marker="o", ms=3)[0]
+        ax.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=0.12, lw=0)
+        reach = first_reach(steps, mean, target) if target is not None else float("inf")
+        if np.isfinite(reach):  # where this curve crosses the target: its steps_to_target in the table
+            ax.scatter([reach], [target], marker="v", s=45, color=line.get_color(), zorder=3)
+    if target is not None:
+        ax.axhline(target, color="black", ls="--", lw=1,
+                   label=f"target {target:.3f}: random's final score\n(steps_to_target = first step reaching it, \u25bc)")  # fmt: skip
+    per_step = setup.batch_size * setup.group_size
+    top = ax.secondary_xaxis("top", functions=(lambda s: s * per_step, lambda r: r / per_step))
+    top.set_xlabel(f"rollouts spent (step x batch {setup.batch_size} x G{setup.group_size})")
+    ax.set_xlabel("GRPO step")
     ax.set_ylabel("held-out score (mean over trained environments)")
-    ax.set_title(f"tiny Qwen3 GRPO, {len(next(iter(results.values())))} seeds (band: min-max)")
-    ax.legend()
+    seeds = sorted({len(r) for r in results.values()})
+    n = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+    ax.set_title(f"tiny Qwen3 GRPO on {', '.join(setup.envs)}: mean of {n} seeds, band \u00b11 standard error", pad=8,
+                 fontsize=10)  # fmt: skip
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8, ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def replot(data: dict[str, Any], out: Path) -> Path:
+    """Redraw `grpo_efficiency.png` under `out` from a saved `grpo_efficiency.json`; trains nothing."""
+    fields = {f.name for f in dataclasses.fields(Setup)}
+    kw = {k: v for k, v in data["setup"].items() if k in fields}
+    setup = Setup(**kw | {"envs": tuple(kw["envs"])})
+    out.mkdir(parents=True, exist_ok=True)
+    plot(data["runs"], data["warm"], setup, out / "grpo_efficiency.png")
+    return out / "grpo_efficiency.png"
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -241,7 +292,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--bfcl", default=None, help="folder holding bfcl_v3/: also score a BFCL-v3 simple subset")
     p.add_argument("--workers", type=int, default=2, help="runs in parallel (one CPU thread each)")
     p.add_argument("--out", default="outputs/grpo_efficiency")
+    p.add_argument("--replot", metavar="JSON", help="redraw the PNG under --out from a saved grpo_efficiency.json; runs nothing")
     a = p.parse_args(argv)
+    if a.replot:
+        data = json.loads(Path(a.replot).read_text())
+        print(f"plot: {replot(data, Path(a.out))}")
+        return data["rows"]
     if a.steps % a.eval_every:
         p.error("--steps must be a multiple of --eval-every")
     setup = Setup(steps=a.steps, eval_every=a.eval_every, batch_size=a.batch_size, group_size=a.group_size,

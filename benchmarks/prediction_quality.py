@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-import torch
 
 from envsched_lightning.simulation import WORLD_PRESETS, make_world
 from envsched_lightning.simulation.diagnostics import prediction_quality
 from envsched_lightning.simulation.report import format_table
+from envsched_lightning.threads import set_torch_threads, threads_setting
 
 
 def summarize(per_seed: list[list[dict]]) -> list[dict]:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--checkpoints", type=int, nargs="+", default=[10, 20, 40, 80])
     a = p.parse_args(argv)
-    torch.set_num_threads(1)
+    set_torch_threads(threads_setting(1))  # small graph ops: one thread unless OMP_NUM_THREADS says otherwise
     world = make_world(a.world)
     rows = summarize([prediction_quality(world, s, a.checkpoints) for s in range(a.seeds)])
     print(format_table(rows, f"Prediction rank AUC, simulated world `{a.world}` ({a.seeds} seeds)"))

@@ -19,12 +19,11 @@ import json
 import time
 from pathlib import Path
 
-import torch
-
 from envsched_lightning.scheduling import scheduler_names
 from envsched_lightning.simulation import (WORLD_PRESETS, make_world, run_class_informed, run_dynamic_sampling, run_oracle,
                                           run_scheduler)
 from envsched_lightning.simulation.report import format_table, summarize
+from envsched_lightning.threads import set_torch_threads, threads_setting
 
 ABLATIONS = {
     "envsched -cross_edges": {"cross_edges": False},
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--ablations", action="store_true")
     p.add_argument("--json", type=Path, default=None, help="also write the rows here")
     a = p.parse_args(argv)
-    torch.set_num_threads(1)  # the graph ops are small: one thread is faster and leaves a core free
+    set_torch_threads(threads_setting(1))  # small graph ops: one thread unless OMP_NUM_THREADS says otherwise
     w = make_world(a.world)
     print(f"world={a.world}: {len(w.specs)} tasks in {w.config.num_envs} envs, seeds={a.seeds}, "
           f"steps={a.steps}, batch={a.batch_size} x G={a.group_size}")

@@ -1,22 +1,41 @@
 """One console line per GRPO step, the warm start announced, and a summary when the run ends.
 
 Lightning's progress bar shows little of a GRPO run (and is off in the CPU trainer config); this
-prints what a user watches for: reward, zero-variance share, rollouts and seconds per step, the
-held-out score when evaluated, and at the end the first and last rewards. Rank 0 only.
+prints what a user watches for: step k of n, reward, zero-variance share, rollouts, seconds and the
+time left, the held-out score when evaluated, and at the end the first and last rewards and
+held-out scores, overall and per environment. Rank 0 only.
 """
 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from lightning.pytorch import Callback, LightningModule, Trainer
 from typing_extensions import override
 
+REWARD, SCORE = "rollout/reward_mean", "eval/score"
 
-def _value(metrics: dict[str, Any], key: str) -> float | None:
+
+def _value(metrics: Mapping[str, Any], key: str) -> float | None:
     v = metrics.get(key)
     return None if v is None else float(v)
+
+
+def _per_env(metrics: Mapping[str, Any], prefix: str) -> dict[str, float]:
+    return {k[len(prefix) + 1 :]: float(v) for k, v in metrics.items() if k.startswith(prefix + "/")}
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def _first_last(values: list[float], k: int) -> str:
+    k = max(1, min(k, len(values)))
+    return f"{sum(values[:k]) / k:.3f} -> {sum(values[-k:]) / k:.3f}"
 
 
 class ProgressPrinter(Callback):
@@ -28,8 +47,10 @@ class ProgressPrinter(Callback):
         self.every = every
         self.rewards: list[float] = []
         self.scores: list[float] = []
-        self._t0 = 0.0
-        self._step_t0 = 0.0
+        self.env_rewards: dict[str, list[float]] = defaultdict(list)
+        self.env_scores: dict[str, list[float]] = defaultdict(list)
+        self.total: int | None = None
+        self._t0 = self._train_t0 = self._step_t0 = 0.0
 
     def _say(self, trainer: Trainer, text: str) -> None:
         if trainer.is_global_zero:
@@ -45,9 +66,18 @@ class ProgressPrinter(Callback):
     @override
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         dm = trainer.datamodule
-        steps = getattr(dm, "steps_per_epoch", None)
-        total = f"{steps * trainer.max_epochs} GRPO steps" if steps and trainer.max_epochs else "GRPO steps"
-        self._say(trainer, f"training: {total} ({time.perf_counter() - self._t0:.0f} s so far)")
+        self.total = getattr(dm, "total_steps", None)
+        if self.total is None and getattr(dm, "steps_per_epoch", None) and trainer.max_epochs:
+            self.total = dm.steps_per_epoch * trainer.max_epochs
+        done = getattr(dm, "step", 0)  # a resumed run starts after its checkpoint's steps
+        warm = getattr(pl_module, "warm_losses", None)
+        if warm:
+            self._say(trainer, f"warm start done: SFT loss {warm[0]:.3f} -> {warm[-1]:.3f}")
+        self.rewards = [float("nan")] * done  # step numbers stay those of the whole run
+        self._train_t0 = time.perf_counter()
+        plan = f"{self.total} GRPO steps" if self.total else "GRPO steps"
+        self._say(trainer, f"training: {plan}" + (f" from step {done}" if done else "")
+                  + f", evaluating every {dm.steps_per_epoch} ({time.perf_counter() - self._t0:.0f} s so far)")  # fmt: skip
 
     @override
     def on_train_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int) -> None:
@@ -56,34 +86,50 @@ class ProgressPrinter(Callback):
     @override
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:
         m = trainer.callback_metrics
-        reward = _value(m, "rollout/reward_mean")
-        if reward is not None:
-            self.rewards.append(reward)
-        step = len(self.rewards)
-        if not self.every or step % self.every or reward is None:
+        reward = _value(m, REWARD)
+        if reward is None:
             return
-        zero = _value(m, "rollout/zero_var_frac")
-        rollouts = _value(m, "rollout/num_rollouts")
-        skipped = _value(m, "train/skipped")
-        self._say(trainer, f"step {step}: reward {reward:.3f}, zero-variance groups {zero or 0:.0%}, "
-                           f"{int(rollouts or 0)} rollouts, {time.perf_counter() - self._step_t0:.1f} s"
-                           + (" (no update: every group zero-variance)" if skipped else ""))  # fmt: skip
+        self.rewards.append(reward)
+        for env, r in _per_env(m, REWARD).items():
+            self.env_rewards[env].append(r)
+        step = len(self.rewards)
+        if not self.every or step % self.every:
+            return
+        seconds = time.perf_counter() - self._step_t0
+        made = step - sum(r != r for r in self.rewards)  # steps of this process (nan: before a resume)
+        left = (self.total - step) * (time.perf_counter() - self._train_t0) / made if self.total and made else None
+        zero, rollouts = _value(m, "rollout/zero_var_frac") or 0.0, int(_value(m, "rollout/num_rollouts") or 0)
+        line = (f"step {step}" + (f"/{self.total}" if self.total else "")
+                + f" | reward {reward:.3f} | zero-variance groups {zero:.0%} | {rollouts} rollouts | {seconds:.1f} s"
+                + (f" | {_clock(left)} left" if left is not None else ""))  # fmt: skip
+        if _value(m, "train/skipped"):
+            line += " | no update: every group zero-variance"
+        self._say(trainer, line)
 
     @override
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:  # after the module logged
-        score = _value(trainer.callback_metrics, "eval/score")
-        if score is not None and not trainer.sanity_checking:
-            self.scores.append(score)
-            self._say(trainer, f"eval after step {len(self.rewards)}: held-out score {score:.3f}")
+        m = trainer.callback_metrics
+        score = _value(m, SCORE)
+        if score is None or trainer.sanity_checking:
+            return
+        self.scores.append(score)
+        per_env = _per_env(m, SCORE)
+        for env, s in per_env.items():
+            self.env_scores[env].append(s)
+        detail = ", ".join(f"{env} {s:.2f}" for env, s in sorted(per_env.items()))
+        self._say(trainer, f"eval after step {len(self.rewards)}: held-out score {score:.3f} ({detail})")
 
     @override
     def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        if not self.rewards:
+        rewards = [r for r in self.rewards if r == r]
+        if not rewards:
             return
-        k = max(1, min(5, len(self.rewards) // 4))
-        first, last = sum(self.rewards[:k]) / k, sum(self.rewards[-k:]) / k
-        line = (f"done: {len(self.rewards)} steps in {time.perf_counter() - self._t0:.0f} s; "
-                f"reward {first:.3f} -> {last:.3f} (mean of the first and last {k})")  # fmt: skip
-        if self.scores:
-            line += f"; held-out score {self.scores[0]:.3f} -> {self.scores[-1]:.3f}"
-        self._say(trainer, line)
+        k = max(1, min(5, len(rewards) // 4))  # a few steps each side: one step's reward is noisy
+        lines = [f"done: {len(rewards)} GRPO steps in {_clock(time.perf_counter() - self._t0)}; "
+                 f"reward {_first_last(rewards, k)} (mean of the first and last {k})"
+                 + (f"; held-out score {self.scores[0]:.3f} -> {self.scores[-1]:.3f}" if self.scores else "")]  # fmt: skip
+        for env in sorted(set(self.env_rewards) | set(self.env_scores)):
+            r, s = self.env_rewards.get(env, []), self.env_scores.get(env, [])
+            lines.append(f"  {env:<24} reward {_first_last(r, k) if r else '-':<14}"
+                         + (f"  held-out {s[0]:.3f} -> {s[-1]:.3f}" if s else ""))  # fmt: skip
+        self._say(trainer, "\n".join(lines))

@@ -54,6 +54,16 @@ def pearson(x: list[float], y: list[float]) -> float | None:
     return float(np.corrcoef(a, b)[0, 1])
 
 
+def run_name(trainer: Trainer) -> str:
+    """The run as a reader finds it: the run directory's tail (Hydra's `<date>/<time>`) and the first
+    logger's name/version. Reads no broadcast value (`trainer.log_dir` is one), so any rank may call it."""
+    parts = ["/".join(Path(trainer.default_root_dir).parts[-2:])]
+    for lg in trainer.loggers[:1]:
+        version = f"version_{lg.version}" if isinstance(lg.version, int) else lg.version
+        parts.append("/".join(str(p) for p in (lg.name, version) if p))
+    return ", ".join(parts)
+
+
 class SchedulingLoggerCallback(Callback):
     def __init__(self, plot_every: int = 10, table_every: int = 1, out_dir: str | None = None, max_points: int = 5000) -> None:
         for name, v in (("plot_every", plot_every), ("table_every", table_every), ("max_points", max_points)):
@@ -67,6 +77,8 @@ class SchedulingLoggerCallback(Callback):
         self.points: list[tuple[float, float]] = []  # (predicted, realised std) for the scatter
         self.heatmap_path: Path | None = None
         self._run_dir: Path | None = None
+        self.scheduler_name: str | None = None  # both only title the heatmap
+        self.run_label: str | None = None
 
     def run_dir(self, trainer: Trainer) -> Path:
         """Set in `on_train_start` on every rank: under DDP `trainer.log_dir` is a broadcast all
@@ -75,11 +87,14 @@ class SchedulingLoggerCallback(Callback):
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        self.env_names = self.env_names or list(datamodule_of(trainer).scheduler.env_names)
+        scheduler = datamodule_of(trainer).scheduler
+        self.env_names = self.env_names or list(scheduler.env_names)
+        self.scheduler_name = getattr(scheduler, "name", type(scheduler).__name__)
 
     @override
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._run_dir = Path(self.out_dir or trainer.log_dir or trainer.default_root_dir)
+        self.run_label = run_name(trainer)
 
     @override
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:
@@ -122,7 +137,8 @@ class SchedulingLoggerCallback(Callback):
 
     def _plot(self, trainer: Trainer, wandb: list[WandbLogger]) -> None:
         counts = np.asarray(self.rollouts, dtype=np.float64).T  # [E, steps]
-        self.heatmap_path = save_heatmap(counts, self.env_names, self.run_dir(trainer) / "sched_heatmap.png", self.first_step)
+        self.heatmap_path = save_heatmap(counts, self.env_names, self.run_dir(trainer) / "sched_heatmap.png", self.first_step,
+                                         scheduler=self.scheduler_name, run=self.run_label)  # fmt: skip
         for lg in wandb:
             import wandb as wb
 

@@ -18,15 +18,16 @@ class ScheduledBatches(IterableDataset):
     scheduler heard the current step's rewards.
     """
 
-    def __init__(self, next_batch: Callable[[], TaskBatch], steps: int) -> None:
+    def __init__(self, next_batch: Callable[[], TaskBatch], steps: int, finished: Callable[[], bool] = lambda: False) -> None:
         self.next_batch = next_batch
         self.steps = steps
+        self.finished = finished  # a resumed run that already made all its steps serves nothing more
 
     def __len__(self) -> int:
         return self.steps
 
     def __iter__(self) -> Iterator[TaskBatch]:
-        while True:  # the trainer stops after `steps` fetches (counting those before a resume)
+        while not self.finished():  # else the trainer stops after `steps` fetches (counting those before a resume)
             yield self.next_batch()
 
 

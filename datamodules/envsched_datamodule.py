@@ -56,6 +56,7 @@ class EnvSchedDataModule(LightningDataModule):
         restore_rng_states: bool = True,
         eval_envs: Mapping[str, Environment] | None = None,
         eval_env_tasks: int = 32,
+        total_steps: int | None = None,
     ) -> None:
         super().__init__()
         self.batch_size = _positive("batch_size", batch_size)
@@ -76,6 +77,8 @@ class EnvSchedDataModule(LightningDataModule):
         except (TypeError, ValueError) as err:
             raise ValueError(f"scheduler: {err}") from err
         self.restore_rng_states = restore_rng_states
+        # the run's length in GRPO steps (`steps=` in train.py); None: the trainer's epochs decide
+        self.total_steps = None if total_steps is None else _positive("total_steps", total_steps)
         self.step = 0  # training steps whose results reached the scheduler
         self.last_decision: Decision | None = None  # the current step's decision, on every rank
         self.last_groups: list[RolloutGroup] = []  # the last reported step's groups, all ranks
@@ -122,6 +125,12 @@ class EnvSchedDataModule(LightningDataModule):
         self.last_groups = everything
         self.step += 1
         self._pending = None
+        if self.finished() and self.trainer is not None:
+            self.trainer.should_stop = True  # every rank reports, so every rank stops; Lightning validates first
+
+    def finished(self) -> bool:
+        """True once `total_steps` GRPO steps have been reported (never without `total_steps`)."""
+        return self.total_steps is not None and self.step >= self.total_steps
 
     def warm_start_items(self) -> list[tuple[Task, Environment]]:
         """Training tasks for the module's optional supervised warm start (never the held-out ones)."""
@@ -132,7 +141,7 @@ class EnvSchedDataModule(LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         # batch_size=None: the dataset already yields whole batches; num_workers=0: the scheduler
         # lives in this process and must see each step's results before choosing the next batch
-        return DataLoader(ScheduledBatches(self.next_batch, self.steps_per_epoch), batch_size=None, num_workers=0,
+        return DataLoader(ScheduledBatches(self.next_batch, self.steps_per_epoch, self.finished), batch_size=None, num_workers=0,
                           collate_fn=lambda batch: batch)  # fmt: skip
 
     @override

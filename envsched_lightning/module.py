@@ -155,6 +155,7 @@ class GRPOModule(LightningModule):
         self.strict_loading = not self._lora  # LoRA checkpoints hold the adapter, not the frozen base
         self.last_groups: list[RolloutGroup] = []
         self.warm_started = False
+        self.warm_losses: list[float] = []  # SFT loss per warm-start step, when this process ran it
         self._eval_rewards: dict[str, list[float]] = defaultdict(list)
 
     # ------------------------------------------------------------------ training
@@ -340,7 +341,7 @@ class GRPOModule(LightningModule):
             source = getattr(self.trainer.datamodule, "warm_start_items", None)
             if not callable(source):
                 raise ValueError("warm_start.steps > 0 needs a DataModule with warm_start_items() -> [(task, env)]")
-            losses = self.warm_start(source())
+            losses = self.warm_losses = self.warm_start(source())
             if self.logger is not None:
                 self.logger.log_metrics({"warm_start/loss_first": losses[0], "warm_start/loss_last": losses[-1]}, 0)
 

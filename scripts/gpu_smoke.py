@@ -83,6 +83,8 @@ def main() -> None:
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--batch", type=int, default=8, help="tasks per step")
     parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--warm-steps", type=int, default=40, help="supervised warm-start steps before GRPO")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("no CUDA device: run on a GPU machine, or pass --device cpu to check the script")
@@ -93,9 +95,9 @@ def main() -> None:
     policy = tiny_qwen3_policy(envs=worlds, seed=0, lora=LORA, gradient_checkpointing=True, **SHAPE)
     dtype = torch.bfloat16 if args.device == "cuda" else torch.float32
     policy.model.to(dtype)  # bf16 weights and adapters on the GPU, as conf/model/qwen3_8b.yaml loads them
-    module = GRPOModule(policy, optimizer=partial(torch.optim.AdamW, lr=1e-4), sampling=dict(max_new_tokens=96),
+    module = GRPOModule(policy, optimizer=partial(torch.optim.AdamW, lr=1e-4), sampling=dict(max_new_tokens=args.max_new_tokens),
                         grpo=dict(group_size=args.group, max_seq_len=2048, micro_batch_size=16),
-                        warm_start=dict(steps=40, lr=3e-3, batch_size=16))  # fmt: skip
+                        warm_start=dict(steps=args.warm_steps, lr=3e-3, batch_size=16))  # fmt: skip
     clock = StepClock()
     trainer = L.Trainer(max_steps=args.steps, accelerator="gpu" if args.device == "cuda" else "cpu", devices=1,
                         precision="bf16-true" if args.device == "cuda" else "32-true", logger=False,

@@ -56,5 +56,5 @@ def test_cfg_job_prints_the_real_experiment():
     out = subprocess.run([sys.executable, "train.py", "experiment=envsched_qwen3_8b", "--cfg", "job", "--resolve"],
                          cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    for needle in ("load_pretrained_qwen3", "VLLMEngine", "group_size: 8", "WandbLogger", "steps_per_epoch: 10", "max_epochs: 12"):
+    for needle in ("load_pretrained_qwen3", "VLLMEngine", "group_size: 8", "WandbLogger", "steps_per_epoch: 10", "steps: 120", "total_steps: 120"):
         assert needle in out.stdout

@@ -21,7 +21,7 @@ CONF = REPO / "conf"
 # a few seconds per step on 2 cores: 3 tasks x 2 rollouts of 8 tokens, 3 small worlds
 TINY = [
     "env.banking.num_tasks=6", "env.calendar.num_tasks=6", "env.messaging.num_tasks=6",
-    "data.batch_size=3", "data.steps_per_epoch=3", "data.eval_per_env=1", "trainer.max_epochs=1",
+    "data.batch_size=3", "data.steps_per_epoch=3", "data.eval_per_env=1", "steps=3",
     "model.sampling.max_new_tokens=8", "model.grpo.group_size=2", "model.warm_start.steps=2",
     "callbacks.scheduling_logger.plot_every=2", "callbacks.env_quota.max_share=0.34",
 ]  # fmt: skip
@@ -67,6 +67,8 @@ def test_wandb_offline_run_holds_decisions_table_heatmap_and_config(tmp_path, mo
     assert list((media / "table" / "sched").glob("decisions_*.table.json"))
     assert list((media / "images" / "sched").glob("heatmap_*.png"))
     assert Path(out["heatmap"]).is_file()  # the PNG also lies in the run directory
+    readable = (run / "files" / "config_resolved.yaml").read_text()  # a file in the run, synced with it
+    assert "envsched_datamodule.EnvSchedDataModule" in readable and "batch_size: 3" in readable
     (log,) = run.glob("run-*.wandb")  # an offline run keeps its config in the run log until `wandb sync`
     # the W&B service process may still be writing the log when `finish` returns on a loaded machine
     deadline = time.monotonic() + 60
@@ -77,9 +79,9 @@ def test_wandb_offline_run_holds_decisions_table_heatmap_and_config(tmp_path, mo
 
 def test_resumed_run_selects_what_the_uninterrupted_run_selected(tmp_path):
     common = ("data.steps_per_epoch=2", "model.warm_start.steps=20")  # warm enough for non-zero rewards
-    full = train(tiny_cfg(tmp_path / "full", *common, "trainer.max_epochs=2"))
-    first = train(tiny_cfg(tmp_path / "part", *common, "trainer.max_epochs=1"))
-    resumed = train(tiny_cfg(tmp_path / "resumed", *common, "trainer.max_epochs=2", f"ckpt_path={first['checkpoint']}"))
+    full = train(tiny_cfg(tmp_path / "full", *common, "steps=4"))
+    first = train(tiny_cfg(tmp_path / "part", *common, "steps=2"))
+    resumed = train(tiny_cfg(tmp_path / "resumed", *common, "steps=4", f"ckpt_path={first['checkpoint']}"))
     want, got = decisions(full["log_dir"]), decisions(resumed["log_dir"])
     assert sorted(got) == [2, 3]
     for step in (2, 3):
@@ -144,7 +146,7 @@ def test_a_checkpoint_without_the_scheduler_state_is_refused_unless_asked(tmp_pa
 
 def test_an_env_list_leaving_out_worlds_the_experiment_configures_trains(tmp_path):
     """tiny_cpu (and TINY here) set options for calendar and messaging; env=[banking,airline] drops them."""
-    out = train(tiny_cfg(tmp_path, "env=[banking,airline]", "env.airline.num_tasks=6", "data.steps_per_epoch=1"))
+    out = train(tiny_cfg(tmp_path, "env=[banking,airline]", "env.airline.num_tasks=6", "steps=1"))
     assert set(out["objects"]["datamodule"].envs) == {"banking", "airline"}
     assert out["checkpoint"]
 
@@ -152,16 +154,40 @@ def test_an_env_list_leaving_out_worlds_the_experiment_configures_trains(tmp_pat
 def test_ddp_with_the_apps_callbacks_and_logger_finishes(tmp_path):
     """Two gloo processes through train.py: every rank joins trainer.log_dir's broadcast."""
     args = [sys.executable, str(REPO / "train.py"), "trainer.strategy=ddp", "trainer.devices=2", *TINY,
-            "data.steps_per_epoch=2", f"hydra.run.dir={tmp_path}", f"output_dir={tmp_path}"]  # fmt: skip
+            "steps=2", f"hydra.run.dir={tmp_path}", f"output_dir={tmp_path}"]  # fmt: skip
     run = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "heatmap: " in run.stdout and (tmp_path / "checkpoints" / "last.ckpt").exists()
 
 
 def test_a_run_prints_its_progress_and_a_summary(tmp_path, capsys):
-    train(tiny_cfg(tmp_path, "data.steps_per_epoch=2"))
+    train(tiny_cfg(tmp_path, "steps=2"))
     out = capsys.readouterr().out
-    assert "warm start: 2 supervised steps" in out and "training: 2 GRPO steps" in out
-    assert "step 1: reward " in out and "step 2: reward " in out and "eval after step 2: held-out score" in out
-    assert "done: 2 steps in " in out and "reward " in out.split("done: ")[1]
+    assert "warm start: 2 supervised steps" in out and "warm start done: SFT loss " in out
+    assert "training: 2 GRPO steps, evaluating every 3" in out
+    assert "step 1/2 | reward " in out and "step 2/2 | reward " in out and "zero-variance groups" in out
+    assert "eval after step 2: held-out score" in out  # the run stops mid-epoch and still evaluates
+    summary = out.split("\ndone: ")[1]
+    assert summary.startswith("2 GRPO steps in ") and "held-out score" in summary
+    for env in ("banking", "calendar", "messaging"):  # one summary line per environment
+        assert f"\n  {env} " in summary
     assert (tmp_path / "config_resolved.yaml").read_text().startswith("scheduler:")
+
+
+@pytest.mark.parametrize("steps", [1, 4, 5])
+def test_steps_sets_the_number_of_grpo_steps(tmp_path, steps):
+    """`steps=N` runs N GRPO steps whatever the evaluation interval (3) and optimiser steps per GRPO step."""
+    out = train(tiny_cfg(tmp_path, f"steps={steps}", "model.grpo.ppo_epochs=2", "model.warm_start.steps=0",
+                         "~callbacks.scheduling_logger", "~callbacks.model_checkpoint"))  # fmt: skip
+    assert out["objects"]["datamodule"].step == steps
+    assert "eval/score" in out["metrics"]  # the last, partial epoch is evaluated too
+
+
+@pytest.mark.parametrize(("override", "match"), [
+    ("trainer.max_steps=5", "trainer.max_steps=5 counts optimiser steps .* steps=N"),
+    ("trainer.max_epochs=2", "trainer.max_epochs=2: the run's length is steps=N"),
+    ("steps=0", "steps must be a positive int"),
+])  # fmt: skip
+def test_lightning_step_counters_are_refused_with_the_right_key(tmp_path, override, match):
+    with pytest.raises(ValueError, match=match):
+        train(tiny_cfg(tmp_path, override, "model._target_=no.such.Module"))

@@ -1,0 +1,170 @@
+"""Run every shell command that README.md and docs/*.md show, as written, with small sizes.
+
+Each command of a ```bash block is matched against RULES (first match wins). A rule runs the
+command with extra arguments that shrink it (fewer steps, seeds or tasks; later arguments
+override earlier ones for Hydra and argparse alike) and placeholders filled in, or skips it with
+the reason (a GPU, or a check CI runs as its own target). A command no rule matches fails the
+check, so a command added to the docs is classified here before it ships.
+
+Usage (from the repository root, after `make setup`):
+    .venv/bin/python scripts/docs_commands.py            # run them all, print a table of wall times
+    .venv/bin/python scripts/docs_commands.py --list     # show what would run, and how
+    .venv/bin/python scripts/docs_commands.py --only sim # those whose text contains "sim"
+`python` in a command is the project's `.venv/bin/python` (the docs assume the venv is active).
+Exit status 1 when any command fails or is unclassified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+# paths the docs show as examples of a run's outputs: filled with what an earlier command wrote
+CKPT_PLACEHOLDER = "outputs/.../checkpoints/last.ckpt"
+RESULTS_PLACEHOLDER = "outputs/grpo_efficiency/grpo_efficiency.json"
+PLACEHOLDERS = (CKPT_PLACEHOLDER, RESULTS_PLACEHOLDER)
+
+# a few seconds per train.py run: 2 GRPO steps of 3 tasks x 2 rollouts, a short warm start
+SMALL_TRAIN = ("steps=2 data.steps_per_epoch=2 data.batch_size=3 data.eval_per_env=1 model.grpo.group_size=2 "
+               "model.sampling.max_new_tokens=8 model.warm_start.steps=2")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str  # regex searched in the command
+    extra: str | None  # appended to the command; None: skip
+    why: str  # what the extra does, or why the command is skipped
+
+    def matches(self, command: str) -> bool:
+        return re.search(self.pattern, command) is not None
+
+
+RULES = [
+    Rule(r"^make test\b", None, "CI runs it first (.ci/run)"),
+    Rule(r"^make rehearsal\b", None, "CI runs it (.ci/run)"),
+    Rule(r"^make test-vllm\b", None, "CI runs it (.ci/run)"),
+    Rule(r"^make train\b", f'ARGS="{SMALL_TRAIN}"', "the CPU default, 2 steps"),
+    Rule(r"pip install .*\[vllm", None, "GPU machine: the CUDA build of vLLM"),
+    Rule(r"experiment=envsched_qwen3_8b.*--cfg job", "", "prints the config only"),
+    Rule(r"experiment=envsched_qwen3_8b", None, "GPU and Qwen3-8B weights; `make rehearsal` runs this experiment on CPU"),
+    Rule(r"train\.py experiment=sim", "sim.steps=10 sim.seeds=1", "10 simulated steps, 1 seed"),
+    Rule(r"train\.py", SMALL_TRAIN, "2 GRPO steps"),
+    Rule(r"^data\.sampler\.|^\+data\.sampler|^data\.dataloader", None, "overrides for verl's own command line"),
+    Rule(r"scripts/verl_check\.sh", None, "builds .venv-verl (verl's pins) and runs tests_verl/: its own check"),
+    Rule(r"scripts/gpu_smoke\.sh", "--device cpu --steps 2 --batch 4 --group 4 --warm-steps 20 --max-new-tokens 48",
+         "the script's CPU mode, 2 steps"),
+    Rule(r"benchmarks\.engine_throughput", "--rounds 1 --tasks-per-world 1 --group 2 --max-new-tokens 8", "1 round"),
+    Rule(r"benchmarks\.grpo_efficiency --replot", "--out {tmp}", "re-plots the results of the run below"),
+    Rule(r"benchmarks\.grpo_efficiency",
+         "--seeds 1 --steps 2 --eval-every 2 --batch-size 3 --group-size 2 --tasks-per-env 6 --eval-per-env 1 "
+         "--schedulers random envsched --workers 1 --out {tmp}/grpo_efficiency", "2 steps, 1 seed, 2 schedulers"),  # fmt: skip
+    Rule(r"benchmarks\.rollout_efficiency", "--seeds 1 --steps 10", "10 steps, 1 seed"),
+    Rule(r"benchmarks\.prediction_quality", "--seeds 1 --checkpoints 5", "1 seed, 1 checkpoint"),
+    Rule(r"benchmarks\.scheduler_scaling", "--sizes 10000 --steps 2", "10k tasks, 2 steps"),
+    Rule(r"benchmarks\.torch_threads", "--threads 1 2 --steps 2 --repeats 1", "2 steps, 1 round"),
+    Rule(r"-m envsched_lightning\.", "", "as written"),
+]
+
+
+def doc_commands() -> list[tuple[str, str]]:
+    """(file, command) for each command in a bash block: comments dropped, continuations joined."""
+    found = []
+    for path in DOCS:
+        for block in re.findall(r"```(?:bash|sh)\n(.*?)```", path.read_text(), re.S):
+            joined = re.sub(r"\\\n\s*", " ", block)
+            for line in joined.splitlines():
+                command = re.sub(r"\s+#.*$", "", line).strip()
+                if command and not command.startswith("#"):
+                    found.append((str(path.relative_to(REPO)), command))
+    return found
+
+
+def planned(command: str, run_dir: Path, produced: dict[str, str]) -> tuple[Rule | None, str]:
+    """The rule for `command` and the command line to run (placeholders filled, shrunk, outputs in `run_dir`)."""
+    rule = next((r for r in RULES if r.matches(command)), None)
+    if rule is None or rule.extra is None:
+        return rule, command
+    if command.startswith("make train"):
+        return rule, command.replace("make train", f'make train ARGS="{SMALL_TRAIN} hydra.run.dir={run_dir}"', 1)
+    run = command
+    for placeholder, path in produced.items():
+        run = run.replace(placeholder, path)
+    run = f"{run} {rule.extra.format(tmp=run_dir)}".strip()
+    if "train.py" in run and "--cfg" not in run:
+        run += f" hydra.run.dir={run_dir}"
+        if CKPT_PLACEHOLDER in command:
+            run = run.replace(" steps=2 ", " steps=4 ")  # resume past the checkpoint's 2 steps
+    return rule, run
+
+
+def outputs(command: str, run_dir: Path) -> dict[str, str]:
+    """What a finished command wrote that a later one's placeholder stands for."""
+    found = {CKPT_PLACEHOLDER: run_dir / "checkpoints" / "last.ckpt",
+             RESULTS_PLACEHOLDER: run_dir / "grpo_efficiency" / "grpo_efficiency.json"}  # fmt: skip
+    keep = {CKPT_PLACEHOLDER: command.split() == ["python", "train.py"], RESULTS_PLACEHOLDER: "--replot" not in command}
+    return {k: str(path) for k, path in found.items() if keep[k] and path.is_file()}
+
+
+class Rows(list):
+    """Prints each (source, command, status, seconds) row as it is added: a long check shows progress."""
+
+    def append(self, row: tuple[str, str, str, str]) -> None:
+        super().append(row)
+        source, command, status, seconds = row
+        print(f"{seconds:>6}  {source:<20} {command}\n        {status}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="print the plan without running anything")
+    parser.add_argument("--only", default=None, help="run only commands containing this text")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per command")
+    args = parser.parse_args(argv)
+    env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}", WANDB_MODE="offline",
+               WANDB_SILENT="true", TMPDIR=os.environ.get("TMPDIR", str(REPO / ".tmp")))  # fmt: skip
+    Path(env["TMPDIR"]).mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="docs_commands_", dir=env["TMPDIR"]))
+    commands = doc_commands()
+    # the resume command needs a checkpoint: the first plain `python train.py` run provides it
+    produced: dict[str, str] = {}  # placeholder -> a path an earlier command wrote
+    failures, rows, seen = 0, Rows(), set()
+    for source, command in sorted(commands, key=lambda fc: any(p in fc[1] for p in PLACEHOLDERS)):  # users last
+        if command in seen or (args.only and args.only not in command):
+            continue
+        seen.add(command)
+        run_dir = tmp / f"run_{len(seen):02d}"
+        rule, run = planned(command, run_dir, produced)
+        if rule is None:
+            failures += 1
+            rows.append((source, command, "UNCLASSIFIED: add a rule to scripts/docs_commands.py", ""))
+            continue
+        if rule.extra is None:
+            rows.append((source, command, f"skipped: {rule.why}", ""))
+            continue
+        if args.list:
+            rows.append((source, command, f"would run: {run}", ""))
+            continue
+        t0 = time.perf_counter()
+        done = subprocess.run(["bash", "-c", run], cwd=REPO, env=env, capture_output=True, text=True, timeout=args.timeout)
+        seconds = f"{time.perf_counter() - t0:.0f} s"
+        if done.returncode != 0:
+            failures += 1
+            rows.append((source, command, f"FAILED (exit {done.returncode}): {done.stderr.strip()[-600:]}", seconds))
+            continue
+        rows.append((source, command, f"ok: {rule.why}", seconds))
+        produced = outputs(command, run_dir) | produced  # the first producer wins
+    print(f"{len(rows)} commands, {failures} failed or unclassified; outputs under {tmp}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
