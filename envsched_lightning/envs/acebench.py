@@ -1,11 +1,13 @@
-"""ACEBench (English) normal and special categories, with the official checker's rules.
+"""ACEBench (English) normal and special categories, scored by the official checker by default.
 
-Rules follow `model_eval/checker.py` as summarised in `../shared/data/README.md`, section 2; the
-string standardisation is BFCL's (`bfcl.standardize_string`), which ACEBench inherited. The model
-speaks Qwen3 `<tool_call>` JSON, so the official "extract the outer `[...]` and parse it with `ast`"
-step is the agent loop's `parse_tool_calls`. Two deliberate differences (see `docs/benchmarks.md`):
-a special-category episode that makes any tool call scores 0 (upstream only reads the text), and
-multi-turn conversations are scored per step (process accuracy), one task per record.
+`rules="official"` (the default, and what every `conf/env/acebench_*.yaml` sets) reproduces upstream's
+verdict, quirks included (`acebench_official.py`; tags D/N/S in `docs/benchmarks.md`). The model
+speaks Qwen3 `<tool_call>` JSON; upstream scores one text `[ApiName(key=value, ...)]`, so the calls
+are rendered into that text (Python literals) and decoded as upstream decodes it. With no tool call,
+the model's answer text itself is decoded, so a model prompted in ACEBench's own format is scored
+as upstream would. `rules="training"` departs where the official rule would teach the wrong thing
+(T1-T9, tagged below); it is for reward shaping only, never for reported scores. Multi-turn conversations
+are scored per step (upstream's process accuracy), one task per record.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
+from envsched_lightning.envs import acebench_official as official
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, standardize_string, to_tool_schema
+from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 
@@ -30,12 +33,16 @@ NORMAL = (
 )  # fmt: skip
 SPECIAL = ("special_incomplete", "special_error_param", "special_irrelevant")
 CATEGORIES = NORMAL + SPECIAL
-# JSON-schema type -> accepted Python types ("number" takes int, and float by the variable rule below).
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "float": (float, int), "boolean": (bool,),
-    "array": (list,), "object": (dict,), "dict": (dict,),
-}  # fmt: skip
+RULES = ("official", "training")
 _SUFFIX = re.compile(r"_\d+$")
+_THINK_END = "</think>"
+
+
+def check_rules(rules: str) -> str:
+    """`rules` if valid; the error names the option and its values (the same option as BFCL and tau-bench)."""
+    if rules not in RULES:
+        raise ValueError(f"rules must be one of {', '.join(map(repr, RULES))}; got {rules!r}")
+    return rules
 
 
 def function_docs(record: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -45,35 +52,62 @@ def function_docs(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def expected_calls(truth: Mapping[str, Any], offered: set[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Ground-truth (name, params); a repeated function's `_1`/`_2` key suffix is stripped."""
-    calls = []
-    for key, params in truth.items():
-        name = key if key in offered else _SUFFIX.sub("", key)
-        calls.append((name, dict(params)))
-    return calls
+    """Ground-truth (name, params); a repeated function's `_1`/`_2` key suffix is stripped (T7: unless offered)."""
+    return [(key if key in offered else _SUFFIX.sub("", key), dict(params)) for key, params in truth.items()]
 
 
-def _leaf_ok(value: Any, expected: Any) -> bool:
-    return standardize_string(str(expected)) in standardize_string(str(value))
+def answer_text(final_answer: str) -> str:
+    """The answer after a reasoning block (upstream's inference keeps what follows `</think>`)."""
+    _, sep, tail = final_answer.partition(_THINK_END)
+    return tail.strip() if sep else final_answer
 
 
-def _dict_ok(value: Any, expected: Mapping[str, Any]) -> bool:
-    """Same key count, recursive; leaves compared as substrings of `str()`."""
-    if not isinstance(value, dict) or len(value) != len(expected):
-        return False
-    for key, want in expected.items():
-        if key not in value:
+# --- training rules -----------------------------------------------------------------------------
+
+_KINDS: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int, float), "number": (int, float), "float": (int, float), "boolean": (bool,),
+    "array": (list,), "tuple": (list,), "object": (dict,), "dict": (dict,),
+}  # fmt: skip  (a float passes an integer param when equal, as officially: N6)
+
+
+def _same(value: Any, want: Any, substring: bool) -> bool:
+    """T5/T6: one value rule at every depth. Strings: standardized ground truth a substring (in a dict,
+    or a top-level value) or equal (in a list); numbers, booleans and None by value; lists item by
+    item; dicts with the same keys."""
+    if isinstance(want, bool):
+        if isinstance(value, str) and value in ("true", "false"):  # upstream's leniency, kept
+            value = value == "true"
+        return value is want
+    if want is None or isinstance(want, (int, float)):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return value is None if want is None else number and value == want
+    if isinstance(want, str):
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             return False
-        got = value[key]
-        if not (_dict_ok(got, want) if isinstance(want, dict) else _leaf_ok(got, want)):
-            return False
-    return True
+        got, expected = official.standardize(str(value)), official.standardize(want)
+        return expected in got if substring else expected == got
+    if isinstance(want, list):
+        same_length = isinstance(value, list) and len(value) == len(want)
+        return same_length and all(_same(v, w, False) for v, w in zip(value, want))
+    if isinstance(want, dict):
+        same_keys = isinstance(value, dict) and value.keys() == want.keys()
+        return same_keys and all(_same(value[k], w, True) for k, w in want.items())
+    return value == want
+
+
+def _kind_ok(value: Any, kind: str) -> bool:
+    accepted = _KINDS.get(kind)
+    if accepted is None:  # a type name we do not know: not held against the model
+        return True
+    return (bool in accepted) if isinstance(value, bool) else isinstance(value, accepted)
 
 
 def check_call(doc: Mapping[str, Any], call: ToolCall, expected: Mapping[str, Any]) -> str | None:
-    """One call against one ground-truth call; the first error, or None."""
+    """Training rules for one call against one ground-truth call; the first error, or None."""
     props = doc["parameters"].get("properties", {})
     args = dict(call.arguments)
+    if not args and expected:  # official, except that an empty ground truth is passable (T3)
+        return "wrong_param: call without arguments"
     missing = [p for p in doc["parameters"].get("required", []) if p not in args]
     if missing:
         return f"missing_required: {missing}"
@@ -81,61 +115,65 @@ def check_call(doc: Mapping[str, Any], call: ToolCall, expected: Mapping[str, An
         if param not in props or param not in expected:
             return f"unexpected_param: {param!r}"
         kind, want = props[param].get("type", "string"), expected[param]
-        if kind == "boolean" and value in ("true", "false"):
+        if kind == "boolean" and value in ("true", "false"):  # T4: only for boolean params
             value = value == "true"
-        accepted = _TYPES.get(kind, (object,))
-        if type(value) not in accepted and type(value) is not type(want):  # the variable rule
+        if not _kind_ok(value, kind) and type(value) is not type(want):  # the doc's type, or the ground truth's
             return f"type_error: {param!r} expected {kind}, got {type(value).__name__}"
-        if isinstance(value, str) and isinstance(want, str):
-            ok = standardize_string(want) in standardize_string(value)
-        elif isinstance(want, list):
-            ok = isinstance(value, list) and [_std(v) for v in value] == [_std(w) for w in want]
-        elif isinstance(want, dict):
-            ok = _dict_ok(value, want)
-        else:
-            ok = True  # upstream quirk: top-level numbers and booleans are only type-checked
-        if not ok:
-            return f"value_error: {param!r}={value!r}, expected {want!r}"
+        if not _same(value, want, substring=True):
+            return f"value_error: {param!r}={value!r:.80}, expected {want!r:.80}"
     return None
 
 
-def _std(value: Any) -> Any:
-    return standardize_string(value) if isinstance(value, str) else value
-
-
-def check_normal(record: Mapping[str, Any], truth: Any, calls: Sequence[ToolCall]) -> tuple[float, str]:
-    """Call count, name multiset, then a greedy same-name match per expected call."""
+def training_reason(record: Mapping[str, Any], truth: Any, calls: Sequence[ToolCall]) -> str | None:
+    """Call count, name multiset, then per expected call a same-name model call, each used once (T2)."""
     if isinstance(truth, list):  # rare: alternatives
-        verdicts = [check_normal(record, alt, calls) for alt in truth]
-        return max(verdicts, key=lambda v: v[0])
+        reasons = [training_reason(record, alt, calls) for alt in truth]
+        return None if None in reasons else reasons[0] if reasons else "no ground truth"
     docs = {d["name"]: d for d in function_docs(record)}
     expected = expected_calls(truth, set(docs))
     if len(calls) != len(expected):
-        return 0.0, f"wrong_count: expected {len(expected)} call(s), got {len(calls)}"
+        return f"wrong_count: expected {len(expected)} call(s), got {len(calls)}"
     if Counter(c.name for c in calls) != Counter(n for n, _ in expected):
-        return 0.0, f"wrong_functions: expected {sorted(n for n, _ in expected)}, got {sorted(c.name for c in calls)}"
+        return f"wrong_functions: expected {sorted(n for n, _ in expected)}, got {sorted(c.name for c in calls)}"
     free = list(range(len(calls)))
     for name, params in expected:
+        if name not in docs:  # T9: an ordinary verdict where upstream would raise
+            return f"{name}: the ground truth names a function the record does not offer"
         errors = [(j, check_call(docs[name], calls[j], params)) for j in free if calls[j].name == name]
         hit = next((j for j, e in errors if e is None), None)
         if hit is None:
-            return 0.0, f"{name}: {errors[0][1]}"
+            return f"{name}: {errors[0][1]}"
         free.remove(hit)
-    return 1.0, "ok"
+    return None
 
 
-def check_special(category: str, truth: Any, text: str, calls: Sequence[ToolCall]) -> tuple[float, str]:
-    """Text rules on the final answer; a tool call instead of the refusal/clarification fails."""
-    if calls:
-        return 0.0, f"{category}: made {len(calls)} call(s) instead of answering"
-    if category == "special_irrelevant":
-        needed = ["the limitations of the function"]
-    elif category == "special_incomplete":
-        needed = ["Missing necessary parameters"] + [s for name, params in truth.items() for s in (name, *params)]
+# --- verdicts -------------------------------------------------------------------------------------
+
+
+def official_text(calls: Sequence[ToolCall], check: bool = True) -> str:
+    """The calls as the one text upstream would score (DecodeError, with `check`, if text cannot hold them)."""
+    return official.render([(c.name, c.arguments) for c in calls], check)
+
+
+def judge(category: str, record: Mapping[str, Any], truth: Any, calls: Sequence[ToolCall], final_answer: str,
+          rules: str = "official") -> Verdict:  # fmt: skip
+    """The verdict for one finished episode: its tool calls and its final answer text."""
+    text = answer_text(final_answer)
+    if category in SPECIAL:
+        if rules == "training" and calls:  # T8
+            return Verdict(0.0, f"[rules=training] {category}: made {len(calls)} call(s) instead of answering")
+        # upstream reads only the text; calls written as text would be part of it
+        reason = official.special_reason(category, truth, f"{text}\n{official_text(calls, False)}" if calls else text)
+    elif rules == "training":  # T1: only real tool calls count, as structured JSON
+        reason = training_reason(record, truth, calls)
     else:
-        needed = ["There is incorrect value"] + [str(v) for values in truth.values() for v in values]
-    absent = [s for s in needed if s not in text]
-    return (0.0, f"{category}: answer lacks {absent}") if absent else (1.0, "ok")
+        try:
+            decoded = official.decode(official_text(calls) if calls else text, "multi_turn" in category)
+        except official.DecodeError as exc:
+            return Verdict(0.0, f"wrong_output_format: {exc}")
+        reason = official.normal_reason(record["function"], truth, decoded)
+    tag = "[rules=training] " if rules == "training" else ""
+    return Verdict(0.0, f"{tag}{category}: {reason}") if reason else Verdict(1.0, f"{tag}ok")
 
 
 def ground_truth_answer(category: str, record: Mapping[str, Any], truth: Any) -> tuple[list[ToolCall], str]:
@@ -154,8 +192,8 @@ def ground_truth_answer(category: str, record: Mapping[str, Any], truth: Any) ->
 
 
 class AceEpisode(Episode):
-    def __init__(self, category: str, record: Mapping[str, Any], truth: Any) -> None:
-        self._category, self._record, self._truth = category, record, truth
+    def __init__(self, category: str, record: Mapping[str, Any], truth: Any, rules: str = "official") -> None:
+        self._category, self._record, self._truth, self._rules = category, record, truth, check_rules(rules)
         self.calls: list[ToolCall] = []
 
     def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
@@ -163,18 +201,19 @@ class AceEpisode(Episode):
         return [ToolResult(c.name, "recorded: ACEBench normal calls are judged, not executed") for c in calls]
 
     def verify(self, final_answer: str) -> Verdict:
-        if self._category in SPECIAL:
-            return Verdict(*check_special(self._category, self._truth, final_answer, self.calls))
-        return Verdict(*check_normal(self._record, self._truth, self.calls))
+        return judge(self._category, self._record, self._truth, self.calls, final_answer, self._rules)
 
 
 class AceBenchEnvironment(Environment):
-    """One ACEBench-en normal/special category."""
+    """One ACEBench-en normal/special category; `rules`: "official" (reported scores) or "training"."""
 
-    def __init__(self, category: str = "normal_single_turn_single_function", data_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, category: str = "normal_single_turn_single_function", data_dir: str | os.PathLike[str] | None = None,
+        rules: str = "official",
+    ) -> None:  # fmt: skip
         if category not in CATEGORIES:
             raise ValueError(f"unknown ACEBench category {category!r}; valid: {', '.join(CATEGORIES)}")
-        self.category, self.name = category, f"acebench_{category}"
+        self.category, self.name, self.rules = category, f"acebench_{category}", check_rules(rules)
         self.data_dir = resolve_data_dir(self.name, data_dir, os.path.join("acebench", "data_en"))
 
     @cached_property
@@ -226,7 +265,7 @@ class AceBenchEnvironment(Environment):
         return list({s["function"]["name"]: dict(s) for t in self._tasks for s in t.tools}.values())
 
     def reset(self, task: Task) -> Episode:
-        return AceEpisode(self.category, task.ground_truth["record"], task.ground_truth["truth"])
+        return AceEpisode(self.category, task.ground_truth["record"], task.ground_truth["truth"], self.rules)
 
 
 def _register(category: str) -> None:

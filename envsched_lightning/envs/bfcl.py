@@ -1,26 +1,33 @@
-"""BFCL-v3 single-turn categories as environments, with the official AST checker re-implemented.
+"""BFCL-v3 single-turn categories as environments, plus the data-file helpers other benchmark loaders share.
 
-The checker follows `bfcl_eval/eval_checker/ast_eval/ast_checker.py` rule by rule (see
-`../shared/data/README.md`, section 1) because a reward that disagrees with the leaderboard would
-train towards the wrong target. Deliberate differences are listed in `docs/benchmarks.md`: the model
-speaks Qwen3 `<tool_call>` JSON instead of Python call text, so the "decode" step is
-`parsing.parse_tool_calls` and tuples never occur; Java/JavaScript categories are not supported
-(their values are Java/JS source strings needing a type converter we have not written).
+The verdict lives in `bfcl_checker` (the official Qwen3-8B-FC decoder and `ast_checker`, quirks
+included, checked against bfcl-eval by `scripts/bfcl_check.sh`), because a reward that disagrees
+with the leaderboard would train towards the wrong target. Java/JavaScript categories are not
+supported (their values are Java/JS source strings needing a type converter we have not written).
 
-`check_bfcl` is the public entry point that external checks call; episodes reuse `check_calls`.
+`check_bfcl(question, possible_answer, completion)` is the public entry point that external checks
+call; episodes judge the raw text of their first model turn the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
+from envsched_lightning.envs.bfcl_checker import (  # noqa: F401 - PYTHON_TYPES, RULES, check_call, standardize_string re-exported
+    PYTHON_TYPES,
+    RULES,
+    check_call,
+    check_rules,
+    standardize_string,
+    verdict,
+)
+from envsched_lightning.envs.parsing import ParsedTurn, render_assistant_turn
 from envsched_lightning.envs.patterns import PATTERNS
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
@@ -33,14 +40,8 @@ CATEGORIES: tuple[str, ...] = (
 )  # fmt: skip
 NO_ANSWER_CATEGORIES = frozenset({"irrelevance", "live_irrelevance", "live_relevance"})
 
-# BFCL doc type -> the Python type the official checker demands (`PYTHON_TYPE_MAPPING`).
-PYTHON_TYPES: dict[str, type] = {
-    "string": str, "integer": int, "float": float, "boolean": bool,
-    "array": list, "tuple": list, "dict": dict, "any": str,
-}  # fmt: skip
 # BFCL doc type -> JSON-schema type, as BFCL's own FC handlers convert docs for `tools=`.
 JSON_SCHEMA_TYPES: dict[str, str] = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
-_STANDARDIZE = re.compile(r"[ ,./\-_*^]")
 
 
 # ---------------------------------------------------------------- data files
@@ -139,145 +140,22 @@ def pattern_features(pattern: str, n_calls: float) -> dict[str, float]:
     return {"n_calls": float(n_calls), **{f"pattern_{p}": float(p == pattern) for p in PATTERNS}}
 
 
-# ---------------------------------------------------------------- the AST checker
-def standardize_string(text: str) -> str:
-    """Official normalisation: drop spaces and `, . / - _ * ^`, lowercase, `'` -> `"`."""
-    return _STANDARDIZE.sub("", text).lower().replace("'", '"')
-
-
-def _std(value: Any) -> Any:
-    return standardize_string(value) if isinstance(value, str) else value
-
-
-def _answer_type(allowed: Sequence[Any]) -> type | None:
-    """Type of the first non-optional allowed value; a differing doc type marks a "variable" value."""
-    return next((type(a) for a in allowed if a != ""), None)
-
-
-def _type_error(param: str, value: Any, allowed: Sequence[Any], doc_type: str, nested: type | None) -> tuple[str | None, bool]:
-    """(error or None, is_variable), mirroring the official `type_checker` one level deep."""
-    expected = PYTHON_TYPES.get(doc_type, str)
-    answer_type = _answer_type(allowed)
-    if type(value) is expected:  # `is`, not isinstance: a bool is not an int here
-        if nested is None:
-            return None, answer_type is not None and answer_type is not expected
-        for option in allowed:
-            items = option if isinstance(option, list) else []
-            if all(_type_error(param, item, items, nested.__name__, None)[0] is None for item in value):
-                return None, answer_type is not None and answer_type is not expected
-        return f"type_error:nested: {param!r} items must be {nested.__name__}, got {value!r}", False
-    if answer_type is not None and type(value) is answer_type:
-        return None, True
-    return f"type_error: {param!r} expected {doc_type}, got {type(value).__name__} {value!r}", False
-
-
-def _dict_error(param: str, value: dict, allowed: Sequence[Any]) -> str | None:
-    for option in allowed:
-        if option == "" or not isinstance(option, dict):
-            continue
-        bad = [k for k, v in value.items() if k not in option or _std(v) not in [_std(a) for a in option[k]]]
-        missing = [k for k, v in option.items() if k not in value and "" not in v]
-        if not bad and not missing:
-            return None
-    return f"value_error:dict: {param!r}={value!r} matches no allowed dict"
-
-
-def _list_dict_error(param: str, value: list, allowed: Sequence[Any]) -> str | None:
-    for option in allowed:
-        if isinstance(option, list) and len(option) == len(value):
-            if all(isinstance(v, dict) and _dict_error(param, v, [o]) is None for v, o in zip(value, option)):
-                return None
-    return f"value_error:list_dict: {param!r}={value!r} matches no allowed list"
-
-
-def _value_error(param: str, value: Any, allowed: Sequence[Any], expected: type, nested: type | None) -> str | None:
-    if expected is dict:
-        return _dict_error(param, value, allowed)
-    if expected is list and nested is dict:
-        return _list_dict_error(param, value, allowed)
-    if expected is str:
-        ok = standardize_string(value) in [standardize_string(a) for a in allowed if isinstance(a, str)]
-    elif expected is list:
-        ok = [_std(v) for v in value] in [[_std(a) for a in option] for option in allowed if isinstance(option, list)]
-    else:
-        ok = value in allowed
-    return None if ok else f"value_error: {param!r}={value!r} not in {list(allowed)!r}"
-
-
-def check_call(doc: Mapping[str, Any], call: ToolCall, expected: Mapping[str, Sequence[Any]]) -> str | None:
-    """The official `simple_function_checker` for one call; returns the first error or None."""
-    name = doc["name"]
-    if call.name not in (name, name.replace(".", "_")):  # "." -> "_" for models that cannot emit dots
-        return f"wrong_func_name: expected {name!r}, got {call.name!r}"
-    properties = doc.get("parameters", {}).get("properties", {})
-    args = dict(call.arguments)
-    missing = [p for p in doc.get("parameters", {}).get("required", []) if p not in args]
-    if missing:
-        return f"missing_required: {missing}"
-    for param, value in args.items():
-        if param not in properties or param not in expected:
-            return f"unexpected_param: {param!r}"
-        doc_type = properties[param].get("type", "any")
-        nested = None
-        if doc_type in ("array", "tuple"):
-            nested = PYTHON_TYPES.get(properties[param].get("items", {}).get("type", "any"), str)
-        if doc_type == "float" and type(value) is int:
-            value = float(value)
-        allowed = expected[param]
-        error, is_variable = _type_error(param, value, allowed, doc_type, nested)
-        if error:
-            return error
-        if is_variable:  # a value standing for a variable is compared verbatim
-            error = None if value in allowed else f"value_error: {param!r}={value!r} not in {list(allowed)!r}"
-        else:
-            error = _value_error(param, value, allowed, PYTHON_TYPES.get(doc_type, str), nested)
-        if error:
-            return error
-    omitted = [p for p, allowed in expected.items() if p not in args and "" not in allowed]
-    return f"missing_optional: {omitted}" if omitted else None
-
-
+# ---------------------------------------------------------------- the verdict
 def check_calls(
     record_id: str,
     docs: Sequence[Mapping[str, Any]],
     calls: Sequence[ToolCall],
     ground_truth: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]] | None,
-    decode_failed: bool = False,
+    rules: str = "official",
 ) -> tuple[float, str]:
-    """Score decoded calls by the official dispatch on the record id (the one checking mechanism)."""
-    if "irrelevance" in record_id:  # no call wanted; the official decoder failing also counts as none
-        return (1.0, "ok: no call") if decode_failed or not calls else (0.0, f"irrelevance: made {len(calls)} call(s)")
-    if "relevance" in record_id:
-        return (1.0, "ok: made a call") if calls and not decode_failed else (0.0, "relevance: no decodable call")
-    if decode_failed:
-        return 0.0, "decode_error: a <tool_call> block could not be decoded"
-    if ground_truth is None:
-        raise ValueError(f"{record_id}: category needs a possible_answer record")
-    if len(calls) != len(ground_truth) or ("parallel" not in record_id and len(calls) != 1):
-        return 0.0, f"wrong_count: expected {len(ground_truth)} call(s), got {len(calls)}"
-    by_name = {d["name"]: d for d in docs}
-    unmatched = list(range(len(calls)))
-    for i, expected in enumerate(ground_truth):  # greedy, order-free (a single call for simple/multiple)
-        (name, params), = expected.items()
-        # The official simple checker takes the (only) offered doc and ignores the answer's key.
-        doc = docs[0] if "parallel" not in record_id and "multiple" not in record_id else by_name.get(name)
-        if doc is None:
-            return 0.0, f"bad_record: expected function {name!r} is not offered"
-        errors = [(j, check_call(doc, calls[j], params)) for j in unmatched]
-        hit = next((j for j, error in errors if error is None), None)
-        if hit is None:
-            return 0.0, f"no model call matches expected call {i} ({name}): {errors[0][1] if errors else 'none left'}"
-        unmatched.remove(hit)
-    return 1.0, "ok"
+    """Score already-parsed calls: they are rendered as Qwen3 writes them and scored as text."""
+    return verdict(record_id, docs, render_assistant_turn("", list(calls)), ground_truth, rules)
 
 
-def check_bfcl(question: dict, possible_answer: dict | None, completion: str) -> tuple[float, str]:
+def check_bfcl(question: dict, possible_answer: dict | None, completion: str, rules: str = "official") -> tuple[float, str]:
     """Score raw Qwen3 model text against one BFCL record; `possible_answer` is None for (ir)relevance."""
-    from envsched_lightning.envs.parsing import parse_tool_calls
-
-    turn = parse_tool_calls(completion)
     truth = None if possible_answer is None else possible_answer["ground_truth"]
-    return check_calls(question["id"], question["function"], turn.calls, truth, decode_failed=bool(turn.errors))
+    return verdict(question["id"], question["function"], completion, truth, rules)
 
 
 def _first_choice(allowed: Sequence[Any]) -> Any:
@@ -323,11 +201,22 @@ def ground_truth_calls(question: Mapping[str, Any], possible_answer: Mapping[str
 
 # ---------------------------------------------------------------- environments
 class BfclEpisode(Episode):
-    """Single-turn BFCL: the calls of the first model turn are recorded (not executed) and judged."""
+    """Single-turn BFCL: the first model turn is recorded (its calls are not executed) and judged.
 
-    def __init__(self, record: Mapping[str, Any], truth: Sequence[Any] | None) -> None:
-        self._record, self._truth = record, truth
+    The verdict decodes the turn's raw text with the official decoder (`bfcl_checker.verdict`), so
+    block layout matters exactly as upstream; calls handed to `step` directly (no text) are judged
+    as Qwen3 would have written them.
+    """
+
+    def __init__(self, record: Mapping[str, Any], truth: Sequence[Any] | None, rules: str = "official") -> None:
+        self._record, self._truth, self._rules = record, truth, check_rules(rules)
+        self._text: str | None = None
         self._calls: list[ToolCall] | None = None
+
+    def turn(self, text: str) -> tuple[ParsedTurn, list[ToolResult]]:
+        if self._text is None and self._calls is None:
+            self._text = text if isinstance(text, str) else ""
+        return super().turn(text)
 
     def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         if self._calls is None:
@@ -335,17 +224,30 @@ class BfclEpisode(Episode):
         return [ToolResult(c.name, "recorded: BFCL single-turn calls are judged, not executed") for c in calls]
 
     def verify(self, final_answer: str) -> Verdict:
-        return Verdict(*check_calls(self._record["id"], self._record["function"], self._calls or [], self._truth))
+        if self._text is not None:
+            text = self._text
+        elif self._calls is not None:
+            text = render_assistant_turn("", self._calls)
+        else:  # nothing was played: the answer is the whole model message
+            text = final_answer if isinstance(final_answer, str) else ""
+        reward, reason = verdict(self._record["id"], self._record["function"], text, self._truth, self._rules)
+        return Verdict(reward, reason if self._rules == "official" else f"[rules=training] {reason}")
 
 
 class BfclEnvironment(Environment):
-    """One BFCL-v3 single-turn category; tasks carry their own function docs as `tools`."""
+    """One BFCL-v3 single-turn category; tasks carry their own function docs as `tools`.
 
-    def __init__(self, category: str = "simple", data_dir: str | os.PathLike[str] | None = None) -> None:
+    `rules="official"` (default) reproduces the leaderboard's verdict, quirks included; `"training"`
+    fails malformed `<tool_call>` blocks and matches parallel calls in any order (see
+    `bfcl_checker`). Reported scores always use "official".
+    """
+
+    def __init__(self, category: str = "simple", data_dir: str | os.PathLike[str] | None = None, rules: str = "official") -> None:
         if category not in CATEGORIES:
             raise ValueError(f"unknown BFCL category {category!r}; valid: {', '.join(CATEGORIES)}")
         self.category = category
         self.name = f"bfcl_{category}"
+        self.rules = check_rules(rules, f"environment {self.name!r}")
         self.data_dir = resolve_data_dir(self.name, data_dir, "bfcl_v3")
 
     @cached_property
@@ -406,7 +308,7 @@ class BfclEnvironment(Environment):
 
     def reset(self, task: Task) -> Episode:
         answer = task.ground_truth["possible_answer"]
-        return BfclEpisode(task.ground_truth["question"], answer["ground_truth"] if answer else None)
+        return BfclEpisode(task.ground_truth["question"], answer["ground_truth"] if answer else None, self.rules)
 
 
 def _register(category: str) -> None:
