@@ -1,8 +1,38 @@
-"""BFCL-v3 `multi_turn_base` on our own executable backends, with the official state/response checks.
+"""BFCL-v3 `multi_turn_base` on our own backends, scored and rendered as the official harness does.
 
-Upstream runs the model's and the ground truth's calls on two instances of its Python classes; those
-classes were not shipped, so `backends/` re-implements the supported ones from the function docs.
-Records touching any other class are excluded (`MultiTurnEnvironment.excluded` lists them).
+Upstream (bfcl-eval 2026.3.23, `multi_turn_checker.py` + `multi_turn_utils.py`) runs the model's
+and the ground truth's calls on two instances of its Python classes; `backends/` re-implements the
+supported ones to behave the same, and `World` executes calls as `execute_multi_turn_func_call`
+does, so both the verdict and every tool output the model reads are the official ones. Records
+touching another class are excluded (`MultiTurnEnvironment.excluded` lists them).
+
+Harness behaviours reproduced under ``rules="official"`` (the default; reported scores use it):
+* a result is rendered as upstream renders it (`backends.render_result`); an exception becomes
+  ``"Error during execution: <message>"``, Python's own message included (a bad keyword reads
+  ``GorillaFileSystem.cd() got an unexpected keyword argument 'x'``); a name not offered reads
+  ``name 'x' is not defined``; `kill`, `exit`, `quit`, `remove`, `unlink`, `popen`, `Popen`, `run`
+  are refused; a non-finite float argument fails as its repr (``nan``) does under `eval`, and
+  arguments nested 200 brackets deep as Python's parser does;
+* Quirk: upstream prefixes the instance name to every ``tool(`` in the call *text*, string
+  arguments included, so an argument such as ``"use sort(x)"`` reaches the tool as
+  ``"<model>_<id>_GorillaFileSystem_instance.sort(x)"``; the prefix differs between the model's
+  and the ground truth's instances, so such a string never matches. `MODEL_NAME` stands for
+  upstream's model name. The same rewrite drops the blanks between any word and a following
+  "(" (``"a day (x)"`` arrives as ``"a day(x)"``);
+* the check, per turn: all the model's calls, then the ground truth's; a turn with ground truth
+  and no model call fails; a turn whose ground truth is empty is not checked; every public
+  attribute of each ground-truth instance must `==` the model's; the ground truth's outputs must
+  be a sub-multiset of all the model's outputs so far (texts only: "None" from `touch` answers for
+  "None" from `echo`);
+* a conversation cut short fails; a user turn with more than `MAX_STEPS_PER_TURN` tool-calling
+  steps is force-quit: the conversation stops there and fails, except (Quirk) when it is the last
+  turn, which upstream still scores.
+
+``rules="training"`` (opt-in, never for reported scores) changes only what would teach the wrong
+thing: calls are checked against the offered function docs before they run (a wrong type is an
+error, not silently accepted), no instance-name prefixing, no shared default lists in TwitterAPI,
+`delete_message` accepts its documented `message_id`, the response check matches (tool, output)
+pairs, and a force-quit fails on any turn.
 
 Episodes span several user turns. The agent loop drives them through one extra method,
 `MultiTurnEpisode.end_turn()`, called when the model answers without a tool call: it returns the
@@ -13,13 +43,17 @@ next user messages, or None when the conversation is over. Ground-truth call str
 from __future__ import annotations
 
 import ast
+import copy
+import math
 import os
+import re
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
-from envsched_lightning.envs.backends import Backend, render_result
+from envsched_lightning.envs.backends import Backend, check_rules, render_result
 from envsched_lightning.envs.backends.file_system import GorillaFileSystem
 from envsched_lightning.envs.backends.math_api import MathAPI
 from envsched_lightning.envs.backends.message_api import MessageAPI
@@ -38,11 +72,18 @@ FUNC_DOC_FILES = {
 BACKENDS: dict[str, type[Backend]] = {
     "GorillaFileSystem": GorillaFileSystem, "MathAPI": MathAPI, "MessageAPI": MessageAPI, "TwitterAPI": TwitterAPI,
 }  # fmt: skip
-MAX_STEPS_PER_TURN = 20  # upstream MAXIMUM_STEP_LIMIT
+MAX_STEPS_PER_TURN = 20  # upstream MAXIMUM_STEP_LIMIT: the 21st tool-calling step of a turn force-quits
+MODEL_NAME = "model"  # stands for upstream's model name inside instance names (see the module docstring)
+ERROR_PREFIX = "Error during execution: "
+BLOCKED = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
+CALLED_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")  # what upstream prefixes with the instance name
+MAX_NESTING = 200  # brackets inside a call's arguments from which upstream's `eval` cannot parse it
+INFERENCE, MODEL_EVAL, TRUTH_EVAL = "", "_eval", "_ground_truth_eval"  # upstream's instance-name roles
 
 
 def parse_call_string(text: str, docs: Mapping[str, Mapping[str, Any]]) -> ToolCall:
-    """``f(1, b='x')`` -> ToolCall; positional arguments take the doc's parameter order. No eval."""
+    """``f(1, b='x')`` -> ToolCall; positional arguments take the doc's parameter order (the
+    official methods' order too, which a test checks). No eval."""
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
@@ -60,82 +101,184 @@ def parse_call_string(text: str, docs: Mapping[str, Mapping[str, Any]]) -> ToolC
     return ToolCall(name, args)
 
 
-class World:
-    """The instances of one record's involved classes, with calls routed by tool name."""
+def _non_literal(value: Any) -> str | None:
+    """The first float whose repr is not a literal (``nan``, ``inf``), in evaluation order."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else "inf"
+    items = value if isinstance(value, list) else [x for kv in value.items() for x in kv] if isinstance(value, dict) else []
+    return next((bad for bad in map(_non_literal, items) if bad), None)
 
-    def __init__(self, classes: Sequence[str], config: Mapping[str, Any]) -> None:
+
+def _too_deep(values: Sequence[Any]) -> bool:
+    """Whether any value's repr nests `MAX_NESTING` brackets (a list or dict is one level);
+    iterative, so arbitrarily deep input cannot exhaust the stack."""
+    stack = [(v, 1) for v in values if isinstance(v, (list, dict))]
+    while stack:
+        value, depth = stack.pop()
+        if depth >= MAX_NESTING:
+            return True
+        children = value if isinstance(value, list) else [x for kv in value.items() for x in kv]
+        stack += [(c, depth + 1) for c in children if isinstance(c, (list, dict))]
+    return False
+
+
+class World:
+    """The instances of one record's involved classes, executing calls as upstream's harness does.
+
+    `role` picks upstream's instance names (`INFERENCE` live, `MODEL_EVAL`/`TRUTH_EVAL` in the
+    checker); `shared` is handed to every backend (upstream's per-process state); `schemas` are
+    the offered docs, used to pre-check calls under ``rules="training"``.
+    """
+
+    def __init__(self, record: Mapping[str, Any], rules: str = "official", role: str = INFERENCE,
+                 shared: dict[str, Any] | None = None, schemas: Sequence[Mapping[str, Any]] = ()) -> None:  # fmt: skip
+        self.rules, self._schemas = check_rules(rules), list(schemas)
+        shared = {} if shared is None else shared
         self.instances: dict[str, Backend] = {}
         self._owner: dict[str, Backend] = {}
-        for cls in classes:
-            instance = BACKENDS[cls]()
-            instance.load(config.get(cls, {}))
+        self._prefix: dict[str, str] = {}
+        for cls in record["involved_classes"]:
+            instance = BACKENDS[cls](rules, shared)
+            instance.load(copy.deepcopy(record["initial_config"].get(cls, {})))
             self.instances[cls] = instance
-            self._owner.update(dict.fromkeys(instance.tool_names, instance))
+            name = re.sub(r"[-./:]", "_", f"{MODEL_NAME}{role}_{record['id']}_{cls}_instance")
+            for tool in instance.tool_names:  # a later class wins a shared name, as upstream
+                self._owner[tool], self._prefix[tool] = instance, name
 
-    def execute(self, call: ToolCall) -> dict[str, Any]:
-        owner = self._owner.get(call.name)
-        return owner.execute(call.name, call.arguments) if owner else {"error": f"no such tool {call.name!r}"}
+    def _mangle(self, value: Any) -> Any:
+        """`value` after upstream's text rewrite of ``tool(`` inside its repr (strings only change)."""
+        if type(value) is str:
+            text = repr(value)
+            rewritten = CALLED_NAME.sub(lambda m: f"{self._prefix[m[1]]}.{m[1]}" if m[1] in self._prefix else m[1], text)
+            if rewritten == text:
+                return value
+            with warnings.catch_warnings():  # a broken escape ("\t" + "ail(") stays as eval leaves it
+                warnings.simplefilter("ignore")
+                return ast.literal_eval(rewritten)
+        if isinstance(value, list):
+            return [self._mangle(v) for v in value]
+        if isinstance(value, dict):
+            return {self._mangle(k): self._mangle(v) for k, v in value.items()}
+        return value
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        """Run one call; the result's `content` is the text upstream would produce, never raises."""
+        name = call.name
+        try:
+            if self.rules == "training":
+                invalid = validate_call(call, self._schemas) if self._schemas else None
+                if invalid:
+                    return ToolResult(name, f"Error: {invalid}", invalid)
+                arguments = dict(call.arguments)
+            else:
+                if name in BLOCKED:
+                    raise PermissionError(f"Function call {name} is not allowed.")
+                if _too_deep(list(call.arguments.values())):
+                    raise SyntaxError("too many nested parentheses (<string>, line 1)")  # Python's parser limit
+                arguments = {k: self._mangle(v) for k, v in call.arguments.items()}
+            if name not in self._owner:
+                raise NameError(f"name {name!r} is not defined")
+            if self.rules == "official" and (bad := _non_literal(list(arguments.values()))):
+                raise NameError(f"name {bad!r} is not defined")
+            result = self._owner[name].call(name, arguments)
+            text = render_result(result)
+        except Exception as exc:  # noqa: BLE001 - upstream turns every exception into this text
+            text = f"{ERROR_PREFIX}{exc}"
+            return ToolResult(name, text, text)
+        error = result.get("error") if type(result) is dict else None
+        return ToolResult(name, text, None if error is None else str(error))
 
     def state(self) -> dict[str, dict[str, Any]]:
         return {cls: instance.public_state() for cls, instance in self.instances.items()}
 
 
-def check_turns(record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]], model: Sequence[Sequence[ToolCall]]) -> Verdict:
-    """Replay both call sequences on fresh worlds; every turn must pass the three official checks."""
-    classes, config = record["involved_classes"], record["initial_config"]
-    model_world, truth_world = World(classes, config), World(classes, config)
-    model_results: Counter[str] = Counter()
-    for t, expected in enumerate(truth):
-        made = model[t] if t < len(model) else []
-        model_results.update(render_result(model_world.execute(c)) for c in made)
-        wanted = Counter(render_result(truth_world.execute(c)) for c in expected)
+class Replay(NamedTuple):
+    """A checker run: the verdict and, per executed turn, each call's output text."""
+
+    verdict: Verdict
+    model_outputs: list[list[str]]  # [turn][call] for the model's calls, as upstream's checker renders them
+    truth_outputs: list[list[str]]  # [turn][call] for the ground truth's calls
+
+
+def replay(record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]], model: Sequence[Sequence[ToolCall]],
+           rules: str = "official", schemas: Sequence[Mapping[str, Any]] = ()) -> Replay:  # fmt: skip
+    """Replay both call sequences on fresh worlds, checking each turn as `multi_turn_checker` does."""
+    model_out: list[list[str]] = []
+    truth_out: list[list[str]] = []
+    if len(model) != len(truth):
+        return Replay(Verdict(0.0, f"force terminated: {len(model)} of {len(truth)} user turns played"), [], [])
+    shared: dict[str, Any] = {}  # upstream's per-process state, common to both instances
+    model_world = World(record, rules, MODEL_EVAL, shared, schemas)
+    truth_world = World(record, rules, TRUTH_EVAL, shared, schemas)
+
+    def key(result: ToolResult) -> Any:
+        return result.content if rules == "official" else (result.name, result.content)
+
+    seen: Counter[Any] = Counter()
+    for t, (expected, made) in enumerate(zip(truth, model)):
+        made_results = [model_world.execute(c) for c in made]
+        wanted = [truth_world.execute(c) for c in expected]
+        model_out.append([r.content for r in made_results])
+        truth_out.append([r.content for r in wanted])
+        seen.update(key(r) for r in made_results)
         if expected and not made:
-            return Verdict(0.0, f"turn {t}: empty turn, ground truth makes {len(expected)} call(s)")
-        model_state, truth_state = model_world.state(), truth_world.state()
-        for cls in classes:
-            diff = [k for k in truth_state[cls] if model_state[cls].get(k) != truth_state[cls][k]]
-            if diff:
-                return Verdict(0.0, f"turn {t}: state mismatch in {cls}.{diff[0]}")
-        missing = wanted - model_results
+            return Replay(Verdict(0.0, f"turn {t}: empty turn, ground truth makes {len(expected)} call(s)"), model_out, truth_out)
+        if not expected:
+            continue  # upstream checks nothing after a turn whose ground truth is empty
+        for cls, truth_instance in truth_world.instances.items():
+            if diff := truth_instance.differences(model_world.instances[cls]):
+                return Replay(Verdict(0.0, f"turn {t}: state mismatch in {cls}.{diff[0]}"), model_out, truth_out)
+        missing = Counter(key(r) for r in wanted) - seen
         if missing:
-            return Verdict(0.0, f"turn {t}: missing ground-truth result {next(iter(missing))[:120]}")
-    return Verdict(1.0, "ok")
+            return Replay(Verdict(0.0, f"turn {t}: missing ground-truth result {str(next(iter(missing)))[:120]}"),
+                          model_out, truth_out)  # fmt: skip
+    return Replay(Verdict(1.0, "ok"), model_out, truth_out)
+
+
+def check_turns(record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]], model: Sequence[Sequence[ToolCall]],
+                rules: str = "official", schemas: Sequence[Mapping[str, Any]] = ()) -> Verdict:  # fmt: skip
+    """The verdict of `replay`: every turn must pass the official checks."""
+    return replay(record, truth, model, rules, schemas).verdict
 
 
 class MultiTurnEpisode(Episode):
     """Executes model calls live (for the model to read) and re-checks the whole log at the end."""
 
     def __init__(self, record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]],
-                 schemas: Sequence[Mapping[str, Any]] = ()) -> None:  # fmt: skip
-        self._record, self._truth, self._schemas = record, truth, list(schemas)
-        self._world = World(record["involved_classes"], record["initial_config"])
-        self.turns: list[list[ToolCall]] = [[]]
+                 schemas: Sequence[Mapping[str, Any]] = (), rules: str = "official") -> None:  # fmt: skip
+        self._record, self._truth, self._schemas, self._rules = record, truth, list(schemas), check_rules(rules)
+        self._world = World(record, rules, INFERENCE, None, schemas)
+        self.turns: list[list[ToolCall]] = [[]]  # the calls made in each user turn so far
+        self._steps = 0  # tool-calling steps in the current user turn
+        self._quit_turn: int | None = None  # the user turn that hit the step limit, if any
 
     def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        results = []
-        for call in calls:
-            self.turns[-1].append(call)
-            invalid = validate_call(call, self._schemas) if self._schemas else None
-            if invalid:  # checked against the offered docs before any backend runs
-                results.append(ToolResult(call.name, f"Error: {invalid}", invalid))
-                continue
-            try:
-                out = self._world.execute(call)
-                results.append(ToolResult(call.name, render_result(out), out.get("error")))
-            except Exception as exc:  # noqa: BLE001 - a result that cannot be rendered is the call's error
-                results.append(ToolResult(call.name, "", f"{call.name}: {type(exc).__name__}: {str(exc)[:200]}"))
+        if not calls:  # upstream: a step without a call ends the user turn, it is not counted
+            return []
+        if self._quit_turn is not None:  # upstream stops the conversation: nothing runs any more
+            why = f"Model has been forced to quit after {MAX_STEPS_PER_TURN} steps."
+            return [ToolResult(c.name, why, why) for c in calls]
+        self._steps += 1
+        self.turns[-1].extend(calls)
+        results = [self._world.execute(c) for c in calls]
+        if self._steps > MAX_STEPS_PER_TURN:
+            self._quit_turn = len(self.turns) - 1
         return results
 
     def end_turn(self) -> tuple[Mapping[str, str], ...] | None:
         """Close the current user turn; the next user turn's messages, or None when all are done."""
         questions = self._record["question"]
-        if len(self.turns) >= len(questions):
+        if self._quit_turn is not None or len(self.turns) >= len(questions):
             return None
         self.turns.append([])
+        self._steps = 0
         return tuple(questions[len(self.turns) - 1])
 
     def verify(self, final_answer: str) -> Verdict:
-        return check_turns(self._record, self._truth, self.turns)
+        last = len(self._record["question"]) - 1
+        if self._quit_turn is not None and (self._rules == "training" or self._quit_turn < last):
+            return Verdict(0.0, f"turn {self._quit_turn}: force-quit after {MAX_STEPS_PER_TURN} steps")
+        return check_turns(self._record, self._truth, self.turns, self._rules, self._schemas)
 
 
 @register_env("bfcl_multi_turn_base")
@@ -144,8 +287,9 @@ class MultiTurnEnvironment(Environment):
 
     name = "bfcl_multi_turn_base"
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, rules: str = "official") -> None:
         self.data_dir = resolve_data_dir(self.name, data_dir, "bfcl_v3")
+        self.rules = check_rules(rules)  # "official" for reported scores; "training" see the module docstring
 
     @cached_property
     def docs(self) -> dict[str, dict[str, dict[str, Any]]]:
@@ -199,7 +343,7 @@ class MultiTurnEnvironment(Environment):
         )  # fmt: skip
         return Task(
             spec=spec, messages=tuple(record["question"][0]), ground_truth={"record": record, "calls": truth},
-            max_turns=MAX_STEPS_PER_TURN * len(record["question"]), tools=tuple(to_tool_schema(d) for d in docs),
+            max_turns=(MAX_STEPS_PER_TURN + 1) * len(record["question"]), tools=tuple(to_tool_schema(d) for d in docs),
         )  # fmt: skip
 
     @cached_property
@@ -223,4 +367,4 @@ class MultiTurnEnvironment(Environment):
         return [to_tool_schema(d) for cls in BACKENDS for d in self.docs[cls].values()]
 
     def reset(self, task: Task) -> Episode:
-        return MultiTurnEpisode(task.ground_truth["record"], task.ground_truth["calls"], self.tools_for(task))
+        return MultiTurnEpisode(task.ground_truth["record"], task.ground_truth["calls"], self.tools_for(task), self.rules)

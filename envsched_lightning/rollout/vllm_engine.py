@@ -167,8 +167,9 @@ class VLLMEngine:
             return
         if not hasattr(module, "peft_config"):
             raise TypeError("VLLMEngine syncs LoRA adapters only: build the model with `lora:` set")
-        if self.adapter_dir is None:
-            self.adapter_dir = Path(tempfile.mkdtemp(prefix="envsched-lora-"))
+        if self.adapter_dir is None:  # removed when the engine is collected or the process exits
+            self._adapter_tmp = tempfile.TemporaryDirectory(prefix="envsched-lora-")
+            self.adapter_dir = Path(self._adapter_tmp.name)
         self.lora_id += 1
         path = self.adapter_dir / "policy"
         module.save_pretrained(str(path))  # overwrites the files of the previous sync
