@@ -18,7 +18,7 @@ REHEARSAL_MODEL := $(TMPDIR)/rehearsal/tiny-qwen3
 ENVSCHED_DATA ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data))
 VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python
 
-.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm docs-check
+.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm docs-check test-bfcl
 
 # $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
 define install_venv
@@ -62,6 +62,10 @@ rehearsal: $(VLLM_STAMP)
 # about 2 minutes; a stuck engine prints every thread's stack after 10 minutes and stops at 20
 test-vllm: $(VLLM_STAMP)
 	timeout 1200 $(VLLM_RUN) -m pytest -q -o faulthandler_timeout=600 tests_vllm $(ARGS)
+
+# our BFCL checkers against the official bfcl-eval code, in .venv-bfcl (scripts/bfcl_check.sh)
+test-bfcl:
+	bash scripts/bfcl_check.sh $(ARGS)
 
 # every command README.md and docs/ show, with small step counts (scripts/docs_commands.py);
 # the engine comparison among them needs .venv-vllm

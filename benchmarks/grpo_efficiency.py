@@ -14,7 +14,7 @@ Each run is the application's own path (Hydra `experiment=tiny_cpu` composed wit
 Every run spends the same rollouts (steps x batch x group). Prints a Markdown table (held-out score
 at equal steps, per environment at the end, steps and rollouts to reach random's final score, the
 ratio, zero-variance share, wall time) and writes JSON and a PNG under `--out`: held-out score vs
-GRPO steps, one line per scheduler (seed mean, band +-1 standard error), the target line that
+GRPO steps, one line per scheduler (seed mean, band: 95% bootstrap interval over seeds), the target line that
 `steps_to_target` is measured against, and rollouts on the top axis. `--replot` redraws the PNG
 from a saved JSON without training anything.
 """
@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from benchmarks.stats import bootstrap, mean_curve_band, paired_difference, verdict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -183,6 +185,34 @@ def first_reach(steps: np.ndarray, curve: np.ndarray, target: float) -> float:
     return float("inf")
 
 
+def _ratio(steps: np.ndarray, sched: np.ndarray, base: np.ndarray) -> float:
+    """Horizon / steps for the seed-mean curve of `sched` [seeds, E+1] to reach `base`'s final seed mean."""
+    reach = first_reach(steps, sched.mean(0), float(base[:, -1].mean()))
+    return float(steps[-1] / reach) if reach > 0 else float("inf")
+
+
+def display(row: dict[str, Any]) -> dict[str, Any]:
+    """A table row with each interval folded into its estimate's cell: `0.313 [0.270, 0.351]`."""
+    out = {}
+    for key, value in row.items():
+        if key.endswith("_ci"):
+            continue
+        ci = row.get(f"{key}_ci")
+        out[key] = f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and value is not None and np.isfinite(ci[0]) else value
+    return out
+
+
+def verdicts(results: dict[str, list[dict]], warm: dict, setup: Setup, rows: list[dict]) -> list[str]:
+    """envsched against random and against the best other baseline (by final score), paired by seed."""
+    if "envsched" not in results:
+        return []
+    finals = {n: curves(runs, warm, setup)[1][:, -1] for n, runs in results.items()}
+    others = [r["scheduler"] for r in rows if r["scheduler"] not in ("envsched", "random")]
+    best = max(others, key=lambda n: finals[n].mean()) if others else None
+    out = [verdict(paired_difference(finals["envsched"], finals[o]), "envsched", o) for o in ("random", best) if o]
+    return out
+
+
 def summarize(results: dict[str, list[dict]], warm: dict, setup: Setup) -> list[dict]:
     steps, base = curves(results["random"], warm, setup)
     target = float(base[:, -1].mean())
@@ -199,9 +229,16 @@ def summarize(results: dict[str, list[dict]], warm: dict, setup: Setup) -> list[
         row[f"std@{checkpoints[-1]}"] = float(sc[:, -1].std())
         row |= {f"{e}@{checkpoints[-1]}": float(np.mean([r["evals"][-1]["scores"][e] for r in runs]))
                 for e in runs[0]["evals"][-1]["scores"]}  # fmt: skip
+        final = bootstrap(lambda idx: float(sc[idx, -1].mean()), len(sc))
+        ratio = bootstrap(lambda idx: _ratio(steps, sc[idx], base[idx]), len(sc))
+        diff = paired_difference(sc[:, -1], base[:, -1]) if len(sc) == len(base) else None
         row |= {
+            "final": final.estimate, "final_ci": [final.low, final.high],
+            "diff_vs_random": None if diff is None else diff.estimate,
+            "diff_vs_random_ci": None if diff is None else [diff.low, diff.high],
             "steps_to_target": reach,
             "ratio": float(steps[-1] / reach) if reach > 0 else float("inf"),
+            "ratio_ci": [ratio.low, ratio.high],
             "seed_wins": f"{wins}/{len(runs)}",
             "rollouts_to_target": reach * setup.batch_size * setup.group_size,
             "rollouts": float(steps[-1] * setup.batch_size * setup.group_size),
@@ -238,12 +275,13 @@ def plot(results: dict[str, list[dict]], warm: dict, setup: Setup, path: Path | 
     spare = iter(SPARE_COLORS)
     for name, runs in results.items():
         steps, sc = curves(runs, warm, setup)  # [E+1], [seeds, E+1]
-        mean = sc.mean(0)
-        se = sc.std(0, ddof=1) / np.sqrt(len(sc)) if len(sc) > 1 else np.zeros_like(mean)
+        mean, low, high = mean_curve_band(sc, n_boot=1000)  # seeds resampled: a 95% bootstrap band
+        if not np.isfinite(low).all():  # one seed: no band
+            low = high = mean
         color = COLORS.get(name) or next(spare, None)
         lw = 2.6 if name == "envsched" else 1.6
         line = ax.plot(steps, mean, color=color, label=name, lw=lw, marker="o", ms=3)[0]
-        ax.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=0.12, lw=0)
+        ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.12, lw=0)
         reach = first_reach(steps, mean, target) if target is not None else float("inf")
         if np.isfinite(reach):  # where this curve crosses the target: its steps_to_target in the table
             ax.scatter([reach], [target], marker="v", s=45, color=line.get_color(), zorder=3)
@@ -257,7 +295,7 @@ def plot(results: dict[str, list[dict]], warm: dict, setup: Setup, path: Path | 
     ax.set_ylabel("held-out score (mean over trained environments)")
     seeds = sorted({len(r) for r in results.values()})
     n = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-    ax.set_title(f"tiny Qwen3 GRPO on {', '.join(setup.envs)}: mean of {n} seeds, band \u00b11 standard error", pad=8,
+    ax.set_title(f"tiny Qwen3 GRPO on {', '.join(setup.envs)}: mean of {n} seeds, band 95% bootstrap CI over seeds", pad=8,
                  fontsize=10)  # fmt: skip
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, ncol=2)
@@ -324,7 +362,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows = summarize(results, warm, setup)
     title = (f"GRPO, tiny Qwen3, {', '.join(setup.envs)} ({setup.tasks_per_env} tasks each, {setup.eval_per_env} "
              f"held out), batch {setup.batch_size} x G{setup.group_size}, {setup.steps} steps, {a.seeds} seeds")  # fmt: skip
-    print(format_table(rows, title))
+    print(format_table([display(r) for r in rows], title))
+    for line in verdicts(results, warm, setup, rows):
+        print(line)
     print(f"total: {(time.perf_counter() - t0) / 60:.1f} min")
     (out / "grpo_efficiency.json").write_text(
         json.dumps({"setup": dataclasses.asdict(setup), "warm": warm, "rows": rows, "runs": results}, indent=1))
