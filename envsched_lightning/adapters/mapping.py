@@ -8,7 +8,9 @@ so it can be tested without trl or verl.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from envsched_lightning.scheduling import RolloutGroup, TaskSpec
@@ -72,32 +74,81 @@ def unique_rows(keys: Iterable[TaskKey]) -> dict[TaskKey, int]:
     return seen
 
 
-def group_rewards(tasks: Sequence[int], rewards: Sequence[float], groups: Sequence[Hashable]) -> list[RolloutGroup]:
+@dataclass(frozen=True)
+class RewardRange:
+    """``[lo, hi]``, the range of a trainer's reward, mapped linearly onto the [0, 1] that
+    `Scheduler.update` accepts. Checked when it is built (finite, ``hi > lo``), so a bad declaration
+    fails when the trainer or sampler is built, not mid-run; a value outside it at run time is
+    clipped to the nearest end and counted (`to_unit`), never raised."""
+
+    lo: float = 0.0
+    hi: float = 1.0
+
+    def __post_init__(self) -> None:
+        lo, hi = float(self.lo), float(self.hi)
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+            raise ValueError(f"reward_range must be [lo, hi] with finite lo < hi, got {[self.lo, self.hi]}")
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+
+    @classmethod
+    def of(cls, value: RewardRange | Sequence[float]) -> RewardRange:
+        """From a `RewardRange` or any ``(lo, hi)`` pair (tuple, list, OmegaConf list)."""
+        if isinstance(value, RewardRange):
+            return value
+        pair = list(value) if not isinstance(value, str | bytes) else []
+        if len(pair) != 2:
+            raise ValueError(f"reward_range must be a pair [lo, hi], got {value!r}")
+        return cls(*pair)
+
+    def to_unit(self, rewards: Iterable[float]) -> tuple[list[float], int]:
+        """(each reward mapped to [0, 1], how many lay outside ``[lo, hi]`` and were clipped).
+
+        NaN (a rollout nothing scored) stays NaN for the caller to handle."""
+        span, out, clipped = self.hi - self.lo, [], 0
+        for r in rewards:
+            u = (float(r) - self.lo) / span
+            if u < 0.0 or u > 1.0:  # False for NaN
+                clipped += 1
+                u = min(max(u, 0.0), 1.0)
+            out.append(u)
+        return out, clipped
+
+
+def group_rewards(tasks: Sequence[int], rewards: Sequence[float], groups: Sequence[Hashable],
+                  lengths: Sequence[float] | None = None) -> list[RolloutGroup]:
     """One `RolloutGroup` per GRPO group, in first-seen order, from per-rollout rows.
 
     ``tasks[r]`` is row ``r``'s scheduler index, ``groups[r]`` its group id (TRL: the block of
-    ``num_generations`` rows; verl: the ``uid``). A group mixing two tasks, or a task split over two
-    groups of one batch, raises: either would credit rewards to the wrong task or count them twice.
-    Rewards are passed on as given; `Scheduler.update` validates them (NaN, range) before any change.
+    ``num_generations`` rows; verl: the ``uid``), ``lengths[r]`` (optional) its completion length,
+    which the graph's ``log1p(ema_len)`` statistic reads. A group mixing two tasks, or a task split
+    over two groups of one batch, raises: either would credit rewards to the wrong task or count
+    them twice. Rewards are passed on as given; `Scheduler.update` validates them (NaN, range)
+    before any change.
     """
-    if not len(tasks) == len(rewards) == len(groups):
-        raise ValueError(f"{len(tasks)} task ids, {len(rewards)} rewards and {len(groups)} group ids differ in length")
+    if not len(tasks) == len(rewards) == len(groups) or (lengths is not None and len(lengths) != len(tasks)):
+        raise ValueError(f"{len(tasks)} task ids, {len(rewards)} rewards, {len(groups)} group ids"
+                         f"{'' if lengths is None else f' and {len(lengths)} lengths'} differ in length")  # fmt: skip
     if not len(tasks):
         raise ValueError("no rollouts to report")
     task_of: dict[Hashable, int] = {}
     collected: dict[Hashable, list[float]] = {}
+    sizes: dict[Hashable, list[float]] = {}
     group_of: dict[int, Hashable] = {}
-    for task, reward, group in zip(tasks, rewards, groups):
+    for r, (task, reward, group) in enumerate(zip(tasks, rewards, groups)):
         task = int(task)
         if group not in task_of:
             if task in group_of:
                 raise ValueError(f"task index {task} appears in two groups ({group_of[task]!r}, {group!r}) of one batch")
             task_of[group], group_of[task] = task, group
-            collected[group] = []
+            collected[group], sizes[group] = [], []
         elif task_of[group] != task:
             raise ValueError(f"group {group!r} holds rollouts of two tasks ({task_of[group]} and {task})")
         collected[group].append(float(reward))
-    return [RolloutGroup(task_of[g], tuple(rs)) for g, rs in collected.items()]
+        if lengths is not None:
+            sizes[group].append(float(lengths[r]))
+    return [RolloutGroup(task_of[g], tuple(rs), None if lengths is None else tuple(sizes[g]))
+            for g, rs in collected.items()]  # fmt: skip
 
 
 def repeat_layout(chosen: Sequence[int], num_generations: int, num_processes: int, process_index: int) -> list[int]:
