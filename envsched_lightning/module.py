@@ -28,6 +28,7 @@ from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
 from envsched_lightning.envs.base import Environment, Task
+from envsched_lightning.evaluation import aggregate, greedy_rollouts
 from envsched_lightning.grpo import (
     GRPOConfig,
     GRPOLossOutput,
@@ -156,7 +157,7 @@ class GRPOModule(LightningModule):
         self.last_groups: list[RolloutGroup] = []
         self.warm_started = False
         self.warm_losses: list[float] = []  # SFT loss per warm-start step, when this process ran it
-        self._eval_rewards: dict[str, list[float]] = defaultdict(list)
+        self._eval_rewards: list[tuple[str, float]] = []  # (env, reward) per held-out task this validation
 
     # ------------------------------------------------------------------ training
     def training_step(self, batch: TaskBatch, batch_idx: int = 0) -> dict[str, Any]:
@@ -369,20 +370,17 @@ class GRPOModule(LightningModule):
 
     # ------------------------------------------------------------------ evaluation
     def validation_step(self, batch: TaskBatch, batch_idx: int = 0) -> None:
-        """Greedy, one rollout per held-out task."""
-        rollouts = self._rollouts(batch, 1, self.sampling.greedy())
-        for e in rollouts.episodes:
-            self._eval_rewards[e.env].append(e.reward)
+        """Greedy, one rollout per held-out task: the rollouts `evaluate.py` runs (`evaluation.greedy_rollouts`)."""
+        episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, **self.loop_kwargs)
+        self._eval_rewards += [(e.env, e.reward) for e in episodes]
 
     def on_validation_epoch_start(self) -> None:
-        self._eval_rewards = defaultdict(list)
+        self._eval_rewards = []
 
     def on_validation_epoch_end(self) -> None:
-        if not self._eval_rewards:
-            return
-        everything = [r for rs in self._eval_rewards.values() for r in rs]
-        scores = {f"eval/score/{env}": sum(rs) / len(rs) for env, rs in self._eval_rewards.items()}
-        self.log_dict(scores | {"eval/score": sum(everything) / len(everything)}, on_epoch=True)
+        """`eval/score` (task-weighted), `eval/score/<env>`, `eval/benchmark/<name>`, `eval/benchmark_mean`."""
+        if self._eval_rewards:
+            self.log_dict(aggregate(self._eval_rewards).metrics("eval"), on_epoch=True)
 
     # ------------------------------------------------------------------ plumbing
     def configure_optimizers(self) -> torch.optim.Optimizer:

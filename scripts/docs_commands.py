@@ -32,6 +32,10 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 CKPT_PLACEHOLDER = "outputs/.../checkpoints/last.ckpt"
 RESULTS_PLACEHOLDER = "outputs/grpo_efficiency/grpo_efficiency.json"
 PLACEHOLDERS = (CKPT_PLACEHOLDER, RESULTS_PLACEHOLDER)
+PRODUCERS = {  # the command whose outputs fill each placeholder (see `outputs`)
+    CKPT_PLACEHOLDER: lambda command: command.split() == ["python", "train.py"],
+    RESULTS_PLACEHOLDER: lambda command: "benchmarks.grpo_efficiency" in command and "--replot" not in command,
+}
 
 # a few seconds per train.py run: 2 GRPO steps of 3 tasks x 2 rollouts, a short warm start
 SMALL_TRAIN = ("steps=2 data.steps_per_epoch=2 data.batch_size=3 data.eval_per_env=1 model.grpo.group_size=2 "
@@ -70,8 +74,14 @@ RULES = [
     Rule(r"benchmarks\.prediction_quality", "--seeds 1 --checkpoints 5", "1 seed, 1 checkpoint"),
     Rule(r"benchmarks\.scheduler_scaling", "--sizes 10000 --steps 2", "10k tasks, 2 steps"),
     Rule(r"benchmarks\.torch_threads", "--threads 1 2 --steps 2 --repeats 1", "2 steps, 1 round"),
+    Rule(r"evaluate\.py.*model=qwen3_8b", None, "GPU and Qwen3-8B weights; tests/test_evaluate.py covers the code on the tiny model"),
+    Rule(r"evaluate\.py", "limit=2 model.sampling.max_new_tokens=8 hydra.run.dir={tmp}", "2 tasks per environment"),
     Rule(r"-m envsched_lightning\.", "", "as written"),
 ]
+# commands that read benchmark data (BFCL, ACEBench, tau-bench environments) need ENVSCHED_DATA; the
+# check uses ../shared/data when it is not set (as `make rehearsal`) and skips them when neither exists
+NEEDS_DATA = re.compile(r"env=\[[^\]]*\b(bfcl_|acebench_|tau_)")
+SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 def doc_commands() -> list[tuple[str, str]]:
@@ -131,13 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}", WANDB_MODE="offline",
                WANDB_SILENT="true", TMPDIR=os.environ.get("TMPDIR", str(REPO / ".tmp")))  # fmt: skip
     Path(env["TMPDIR"]).mkdir(exist_ok=True)
+    if not env.get("ENVSCHED_DATA") and SHARED_DATA.is_dir():
+        env["ENVSCHED_DATA"] = str(SHARED_DATA)
     tmp = Path(tempfile.mkdtemp(prefix="docs_commands_", dir=env["TMPDIR"]))
     commands = doc_commands()
     # the resume command needs a checkpoint: the first plain `python train.py` run provides it
     produced: dict[str, str] = {}  # placeholder -> a path an earlier command wrote
     failures, rows, seen = 0, Rows(), set()
-    for source, command in sorted(commands, key=lambda fc: any(p in fc[1] for p in PLACEHOLDERS)):  # users last
-        if command in seen or (args.only and args.only not in command):
+    selected = [(f, c) for f, c in commands if not args.only or args.only in c]
+    needed = {p for _, c in selected for p in PLACEHOLDERS if p in c}  # --only keeps what fills its placeholders
+    selected += [(f, c) for f, c in commands if (f, c) not in selected and any(PRODUCERS[p](c) for p in needed)]
+    for source, command in sorted(selected, key=lambda fc: any(p in fc[1] for p in PLACEHOLDERS)):  # users last
+        if command in seen:
             continue
         seen.add(command)
         run_dir = tmp / f"run_{len(seen):02d}"
@@ -148,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if rule.extra is None:
             rows.append((source, command, f"skipped: {rule.why}", ""))
+            continue
+        if NEEDS_DATA.search(command) and not env.get("ENVSCHED_DATA"):
+            rows.append((source, command, "skipped: benchmark data not found (set ENVSCHED_DATA)", ""))
             continue
         if args.list:
             rows.append((source, command, f"would run: {run}", ""))

@@ -1,0 +1,182 @@
+"""Greedy evaluation, shared by training's validation (`GRPOModule.validation_step`) and `evaluate.py`.
+
+One greedy rollout per (task, env) through the same agent loop training samples with, then scores
+per environment (a benchmark category), per benchmark, and overall. Two overall numbers, because
+they answer different questions:
+
+* `mean_of_benchmarks`: the mean over benchmarks of each benchmark's score, where a benchmark's
+  score is the mean of its categories' scores. This is how papers report "the average over
+  BFCL-v3, tau-bench and ACEBench": a 400-task category and a 40-task one weigh the same.
+* `task_weighted`: the mean reward over every task evaluated (what `eval/score` has always logged).
+
+A benchmark is named by its environments' prefix (`bfcl_*` -> bfcl, `acebench_*` -> acebench,
+`tau_*` -> tau_bench); every other environment (the built-in worlds) counts as `worlds`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from transformers import PreTrainedTokenizerBase
+
+from envsched_lightning.envs.base import Environment, Task
+from envsched_lightning.rollout import (
+    ChatRenderer,
+    EpisodeRecord,
+    RolloutEngine,
+    SamplingConfig,
+    engine_awake,
+    run_agent_loop,
+)
+
+BENCHMARK_PREFIXES: tuple[tuple[str, str], ...] = (("bfcl_", "bfcl"), ("acebench_", "acebench"), ("tau_", "tau_bench"))
+BUILTIN = "worlds"
+
+
+def benchmark_of(env_name: str) -> str:
+    """The benchmark an environment belongs to, by its name's prefix; the built-in worlds are `worlds`."""
+    return next((name for prefix, name in BENCHMARK_PREFIXES if env_name.startswith(prefix)), BUILTIN)
+
+
+PROMPT_TOO_LONG = "prompt too long"
+"""Reason of a task whose prompt leaves no room to generate within `max_seq_len`: scored 0, not dropped."""
+
+
+def greedy_rollouts(
+    engine: RolloutEngine,
+    tokenizer: PreTrainedTokenizerBase,
+    pairs: Sequence[tuple[Task, Environment]],
+    sampling: SamplingConfig,
+    *,
+    batch_size: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    **loop_kwargs: Any,
+) -> list[EpisodeRecord]:
+    """One greedy episode per (task, env), in order; `batch_size` tasks per agent-loop call (None: all).
+
+    `loop_kwargs` go to `run_agent_loop` (`max_seq_len`, `chat_template_kwargs`); `progress(done, total)`
+    is called after each batch. A task whose prompt does not fit scores 0 with reason `PROMPT_TOO_LONG`
+    (a benchmark counts a task the model cannot answer as failed; dropping it would raise the score)."""
+    greedy = sampling.greedy()
+    renderer = ChatRenderer(tokenizer, loop_kwargs.get("chat_template_kwargs"))
+    budget = loop_kwargs.get("max_seq_len", 4096) - greedy.max_new_tokens
+    lengths = [len(renderer.prompt(task, env)) for task, env in pairs]
+    runnable = [pair for pair, n in zip(pairs, lengths) if n <= budget]
+    step = batch_size or max(len(runnable), 1)
+    ran: list[EpisodeRecord] = []
+    with engine_awake(engine):  # a sleeping vLLM wakes once for the whole evaluation
+        for start in range(0, len(runnable), step):
+            ran += run_agent_loop(engine, tokenizer, runnable[start : start + step], 1, greedy, **loop_kwargs).episodes
+            if progress is not None:
+                progress(len(ran) + len(pairs) - len(runnable), len(pairs))
+    done = iter(ran)
+    return [next(done) if n <= budget else _too_long(task, env, n, budget) for (task, env), n in zip(pairs, lengths)]
+
+
+def _too_long(task: Task, env: Environment, n: int, budget: int) -> EpisodeRecord:
+    reason = f"{PROMPT_TOO_LONG}: {n} tokens, more than max_seq_len - max_new_tokens = {budget}; scored 0"
+    return EpisodeRecord(group=-1, env=env.name, task_key=task.spec.key, token_ids=[], loss_mask=[], prompt_len=n,
+                         reward=0.0, reason=reason, turns=0, tool_calls=0, parse_errors=0, gen_tokens=0, truncated=True,
+                         final_answer="", messages=tuple(dict(m) for m in task.messages))  # fmt: skip
+
+
+class EnvScore(NamedTuple):
+    env: str
+    benchmark: str
+    tasks: int
+    score: float  # mean reward over the env's tasks
+
+
+class BenchmarkScore(NamedTuple):
+    name: str
+    envs: tuple[str, ...]
+    tasks: int
+    score: float  # mean of its environments' scores
+    task_weighted: float  # mean reward over all its tasks
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A leaderboard: per environment, per benchmark, overall; see the module docstring for the means."""
+
+    envs: tuple[EnvScore, ...]  # grouped by benchmark, each group in first-seen order
+    benchmarks: tuple[BenchmarkScore, ...]
+    tasks: int
+    mean_of_benchmarks: float
+    task_weighted: float
+
+    def metrics(self, prefix: str = "eval") -> dict[str, float]:
+        """`eval/score` (task-weighted), `eval/score/<env>`, `eval/benchmark/<name>`, `eval/benchmark_mean`."""
+        out = {f"{prefix}/score/{e.env}": e.score for e in self.envs}
+        out |= {f"{prefix}/benchmark/{b.name}": b.score for b in self.benchmarks}
+        return out | {f"{prefix}/score": self.task_weighted, f"{prefix}/benchmark_mean": self.mean_of_benchmarks}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "envs": [e._asdict() for e in self.envs],
+            "benchmarks": [b._asdict() | {"envs": list(b.envs)} for b in self.benchmarks],
+            "overall": {"tasks": self.tasks, "mean_of_benchmarks": self.mean_of_benchmarks, "task_weighted": self.task_weighted},
+        }
+
+    def rows(self) -> list[tuple[str, str, str, int, float, float]]:
+        """(level, benchmark, env or description, tasks, score, task-weighted score), leaderboard order."""
+        rows = []
+        for b in self.benchmarks:
+            for e in (e for e in self.envs if e.benchmark == b.name):
+                rows.append(("env", b.name, e.env, e.tasks, e.score, e.score))
+            rows.append(("benchmark", b.name, f"mean of {_count(len(b.envs), 'category', 'categories')}", b.tasks,
+                         b.score, b.task_weighted))  # fmt: skip
+        names = ", ".join(b.name for b in self.benchmarks)
+        rows.append(("overall", "overall", f"mean of {_count(len(self.benchmarks), 'benchmark')} ({names})", self.tasks,
+                     self.mean_of_benchmarks, self.task_weighted))  # fmt: skip
+        return rows
+
+    def markdown(self) -> str:
+        lines = ["| benchmark | category | tasks | score | task-weighted |", "|---|---|---:|---:|---:|"]
+        for level, bench, what, tasks, score, weighted in self.rows():
+            if level == "env":
+                lines.append(f"| {bench} | {what} | {tasks} | {score:.3f} | {weighted:.3f} |")
+            else:
+                lines.append(f"| **{bench}** | *{what}* | {tasks} | **{score:.3f}** | {weighted:.3f} |")
+        lines += ["", "score: a category's mean reward; a benchmark's mean over its categories; overall, the mean over "
+                  "benchmarks. task-weighted: the mean reward over every task of the row."]  # fmt: skip
+        return "\n".join(lines)
+
+    def csv(self) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["level", "benchmark", "env", "tasks", "score", "task_weighted"])
+        writer.writerows([level, bench, what, tasks, f"{s:.6f}", f"{w:.6f}"] for level, bench, what, tasks, s, w in self.rows())
+        return buf.getvalue()
+
+
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def aggregate(results: Iterable[tuple[str, float]]) -> Scores:
+    """Scores from (env name, reward) pairs, one per task; raises on no results (nothing to report)."""
+    by_env: dict[str, list[float]] = {}
+    for env, reward in results:
+        by_env.setdefault(env, []).append(float(reward))
+    if not by_env:
+        raise ValueError("no results to aggregate")
+    by_bench: dict[str, list[str]] = {}
+    for env in by_env:
+        by_bench.setdefault(benchmark_of(env), []).append(env)
+    envs = tuple(EnvScore(env, bench, len(by_env[env]), _mean(by_env[env])) for bench, names in by_bench.items() for env in names)
+    benchmarks = tuple(
+        BenchmarkScore(bench, tuple(names), sum(len(by_env[n]) for n in names), _mean([_mean(by_env[n]) for n in names]),
+                       _mean([r for n in names for r in by_env[n]]))  # fmt: skip
+        for bench, names in by_bench.items()
+    )
+    everything = [r for rs in by_env.values() for r in rs]
+    return Scores(envs, benchmarks, len(everything), _mean([b.score for b in benchmarks]), _mean(everything))

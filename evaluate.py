@@ -1,0 +1,181 @@
+"""Entry point: `python evaluate.py [env=[...]] [model=... model_path=...] [ckpt_path=...] [rollout=vllm] [limit=N]`.
+
+Runs a model greedily, one rollout per task, over whole environments (benchmark categories, built-in
+worlds) with the chosen engine, and prints and saves a leaderboard: per category, per benchmark
+(the mean of its categories) and overall (the mean of the benchmarks, as papers average BFCL-v3,
+tau-bench and ACEBench; and the task-weighted mean), each with its task count. The rollouts and the
+scores are `envsched_lightning.evaluation`'s, the same code the training run's validation uses.
+
+Checkers run with their default `rules: official`; an environment configured with `rules=training`
+is refused (`allow_training_rules=true` runs it and labels every output NOT OFFICIAL).
+Writes under the run folder (`output_dir`, by default outputs/eval/DATE/TIME/): `scores.json`,
+`scores.md`, `scores.csv`, and `outputs/<env>.jsonl` (per task: id, the model's turns, reward,
+reason), which `python -m envsched_lightning.envs.score` re-scores offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+if "TMPDIR" not in os.environ:  # as train.py: PyG's generated code stays in the repository's scratch folder
+    os.environ["TMPDIR"] = str(Path(__file__).resolve().parent / ".tmp")
+    Path(os.environ["TMPDIR"]).mkdir(exist_ok=True)
+
+import hydra  # noqa: E402
+from hydra.utils import instantiate  # noqa: E402
+from omegaconf import DictConfig, OmegaConf, open_dict  # noqa: E402
+
+from envsched_lightning.threads import set_torch_threads  # noqa: E402
+from train import drop_unselected_envs, quiet_known_noise  # noqa: E402
+
+
+def training_rules(cfg: DictConfig) -> list[str]:
+    """`env.<name>.rules=...` values other than official, refused unless `allow_training_rules`."""
+    found = [f"env.{name}.rules={node.rules}" for name, node in cfg.env.items() if node.get("rules", "official") != "official"]
+    if found and not cfg.get("allow_training_rules", False):
+        raise ValueError(f"{', '.join(found)}: training rules give rewards, not benchmark scores (docs/benchmarks.md); "
+                         "evaluate with rules=official, or set allow_training_rules=true to get a labelled, unofficial table")  # fmt: skip
+    return found
+
+
+def check_limit(limit: Any) -> int | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive int (tasks per environment) or null, got {limit!r}")
+    return limit
+
+
+def use_run_policy(cfg: DictConfig) -> str | None:
+    """Build the checkpoint's model as its run built it: `model.policy` from the run's config_resolved.yaml.
+
+    The tiny model's tokenizer is trained on the run's environments, so only the run's config can
+    rebuild it; LoRA settings and the architecture must match too. `path` (where base weights live
+    on this machine) stays this config's. Returns the file used, or None when there is none."""
+    run_config = Path(cfg.ckpt_path).resolve().parent.parent / "config_resolved.yaml"
+    if not run_config.is_file():
+        return None
+    run_policy = OmegaConf.load(run_config).get("model", {}).get("policy")
+    if run_policy is None:
+        return None
+    if run_policy.get("_target_") != cfg.model.policy.get("_target_"):
+        raise ValueError(f"ckpt_path={cfg.ckpt_path} was written by a run whose model.policy is {run_policy.get('_target_')} "
+                         f"({run_config}), but this config builds {cfg.model.policy.get('_target_')}: choose that model= group")  # fmt: skip
+    with open_dict(cfg):
+        if "path" in cfg.model.policy:
+            run_policy.path = cfg.model.policy.path
+        cfg.model.policy = run_policy
+    return str(run_config)
+
+
+def load_weights(module: Any, path: str) -> str:
+    """The checkpoint's weights into `module`; a LoRA checkpoint may lack only the frozen base weights."""
+    import torch
+
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"ckpt_path={path}: no such file")
+    try:
+        # weights_only=False: our checkpoints carry the scheduler's numpy state (load only checkpoints you wrote)
+        state = torch.load(file, map_location="cpu", weights_only=False)["state_dict"]
+        missing, unexpected = module.load_state_dict(state, strict=False)
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"ckpt_path={path}: not a Lightning checkpoint with a 'state_dict' ({err})") from None
+    except RuntimeError as err:  # shape mismatches
+        raise ValueError(f"ckpt_path={path} does not fit this model (another model config?): {str(err)[:400]}") from None
+    frozen = {f"model.{n}" for n, p in module.model.named_parameters() if not p.requires_grad}
+    lost = [k for k in missing if k not in frozen]
+    if unexpected or lost:
+        raise ValueError(f"ckpt_path={path} does not fit this model (another model config or LoRA setting?): "
+                         f"{len(unexpected)} unexpected weights {unexpected[:3]}, {len(lost)} missing {lost[:3]}")  # fmt: skip
+    kind = "adapter" if missing else "full model"
+    return f"{len(state)} tensors ({kind})"
+
+
+def write_outputs(out_dir: Path, header: str, scores: Any, episodes: list, meta: dict[str, Any]) -> dict[str, str]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "scores.json", "markdown": out_dir / "scores.md", "csv": out_dir / "scores.csv"}
+    paths["json"].write_text(json.dumps(meta | {"scores": scores.as_dict()}, indent=2))
+    paths["markdown"].write_text(f"{header}\n\n{scores.markdown()}\n")
+    paths["csv"].write_text(scores.csv())
+    per_env: dict[str, list[str]] = {}
+    for e in episodes:
+        turns = [m["content"] for m in e.messages if m["role"] == "assistant"]
+        record = {"id": e.task_key.removeprefix(f"{e.env}/"), "env": e.env, "turns": turns, "reward": e.reward,
+                  "reason": e.reason, "truncated": e.truncated}  # fmt: skip
+        per_env.setdefault(e.env, []).append(json.dumps(record) + "\n")
+    (out_dir / "outputs").mkdir(exist_ok=True)
+    for env, lines in per_env.items():
+        (out_dir / "outputs" / f"{env}.jsonl").write_text("".join(lines))
+    return {k: str(v) for k, v in paths.items()} | {"outputs": str(out_dir / "outputs")}
+
+
+def evaluate(cfg: DictConfig) -> dict[str, Any]:
+    quiet_known_noise()
+    set_torch_threads(cfg.get("torch_threads"))
+    import torch
+
+    from envsched_lightning.evaluation import PROMPT_TOO_LONG, aggregate, greedy_rollouts
+    from envsched_lightning.rollout import HFEngine
+
+    drop_unselected_envs(cfg)
+    if not cfg.get("env"):
+        raise ValueError("env: no environment selected (env=[bfcl_simple,...])")
+    unofficial = training_rules(cfg)
+    limit = check_limit(cfg.get("limit"))
+    torch.manual_seed(cfg.seed)
+    t0 = time.perf_counter()
+    envs = {name: instantiate(node) for name, node in cfg.env.items()}
+    pairs = [(task, env) for env in envs.values() for task in env.tasks()[:limit]]
+    run_config = use_run_policy(cfg) if cfg.get("ckpt_path") else None
+    if cfg.get("ckpt_path") and run_config is None:
+        print(f"warning: no config_resolved.yaml two folders above ckpt_path={cfg.ckpt_path}: the model is built from this "
+              "config, which must match the run's (the tiny model's tokenizer is trained on the run's environments)")  # fmt: skip
+    module = instantiate(cfg.model)
+    loaded = load_weights(module, cfg.ckpt_path) if cfg.get("ckpt_path") else None
+    device = cfg.get("device", "auto")
+    if isinstance(module.engine, HFEngine):  # vLLM serves its own copy; the HF model only saves adapters
+        module.to("cuda" if device == "auto" and torch.cuda.is_available() else "cpu" if device == "auto" else device)
+    module.eval()
+    module.engine.sync_weights(module.model)
+    print(f"evaluating {len(pairs)} tasks in {len(envs)} environments ({time.perf_counter() - t0:.0f} s to load)"
+          + (f"; weights from {cfg.ckpt_path}: {loaded}" + (f", model.policy from {run_config}" if run_config else "") if loaded else ""),
+          flush=True)  # fmt: skip
+    t1 = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        print(f"  {done}/{total} tasks ({time.perf_counter() - t1:.0f} s)", flush=True)
+
+    episodes = greedy_rollouts(module.engine, module.tokenizer, pairs, module.sampling, batch_size=cfg.batch_size,
+                               progress=progress, **module.loop_kwargs)  # fmt: skip
+    rollout_s = time.perf_counter() - t1
+    scores = aggregate((e.env, e.reward) for e in episodes)
+    if too_long := sum(e.reason.startswith(PROMPT_TOO_LONG) for e in episodes):
+        print(f"warning: {too_long} task(s) have prompts longer than model.grpo.max_seq_len - model.sampling.max_new_tokens "
+              f"= {module.loop_kwargs['max_seq_len'] - module.sampling.max_new_tokens} tokens: scored 0 (reason '{PROMPT_TOO_LONG}')")  # fmt: skip
+    label = f"NOT OFFICIAL ({', '.join(unofficial)}): " if unofficial else ""
+    model_name = cfg.ckpt_path or cfg.model.policy.get("path") or cfg.model.policy._target_.rsplit(".", 1)[-1]
+    header = (f"{label}greedy, 1 rollout per task{f', first {limit} tasks per environment' if limit else ''}; "
+              f"model {model_name}; engine {type(module.engine).__name__}; checkers: "
+              f"{'see the label' if unofficial else 'rules=official'}")  # fmt: skip
+    meta = {"official": not unofficial, "unofficial_rules": unofficial, "limit": limit, "model": str(model_name),
+            "ckpt_path": cfg.get("ckpt_path"), "engine": type(module.engine).__name__,
+            "max_new_tokens": module.sampling.max_new_tokens, "rollout_seconds": rollout_s,
+            "rules": {name: getattr(env, "rules", "official") for name, env in envs.items()}}  # fmt: skip
+    paths = write_outputs(Path(cfg.output_dir), header, scores, episodes, meta)
+    print(f"\n{header}\n\n{scores.markdown()}\n")
+    print(f"rollouts: {rollout_s:.0f} s; results: {paths['markdown']} (also scores.json, scores.csv, outputs/<env>.jsonl)")
+    return {"scores": scores, "episodes": episodes, "paths": paths, "official": not unofficial, "module": module}
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
+def main(cfg: DictConfig) -> None:
+    evaluate(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""`evaluate.py` end to end on the tiny Qwen3, and the shared scoring it has with training's validation."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from torch.utils.data import DataLoader
+
+from datamodules.datasets import HeldOutTasks
+from envsched_lightning.envs.score import score_file
+from envsched_lightning.evaluation import PROMPT_TOO_LONG, aggregate, benchmark_of, greedy_rollouts
+from envsched_lightning.module import TaskBatch
+from envsched_lightning.threads import set_torch_threads
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # evaluate.py and train.py are scripts at the repository root
+from evaluate import evaluate  # noqa: E402
+from train import drop_unselected_envs  # noqa: E402
+
+CONF = REPO / "conf"
+WORLDS = ["env=[banking,calendar]", "env.banking.num_tasks=12", "env.calendar.num_tasks=12"]
+FAST = ["model.sampling.max_new_tokens=24", "torch_threads=1"]
+
+
+def compose_cfg(name: str, *overrides: str) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(name, overrides=list(overrides))
+
+
+def save_run(run_dir: Path, cfg: DictConfig, module) -> Path:
+    """What train.py leaves: config_resolved.yaml and checkpoints/last.ckpt (LoRA: the adapter only)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config_resolved.yaml").write_text(OmegaConf.to_yaml(OmegaConf.to_container(cfg, resolve=True)))
+    ckpt = {"state_dict": module.state_dict()}
+    module.on_save_checkpoint(ckpt)
+    path = run_dir / "checkpoints" / "last.ckpt"
+    path.parent.mkdir()
+    torch.save(ckpt, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def warm_run(tmp_path_factory):
+    """A tiny full-parameter model after a short warm start (non-zero scores), saved as a training run."""
+    run_dir = tmp_path_factory.mktemp("run")
+    cfg = compose_cfg("train", *WORLDS, f"output_dir={run_dir}", "model.warm_start.steps=60", "model.warm_start.batch_size=8")
+    drop_unselected_envs(cfg)
+    set_torch_threads(1)  # as train.py and evaluate.py on CPU: more threads only wait for each other here
+    torch.manual_seed(0)
+    module = instantiate(cfg.model)
+    envs = [instantiate(node) for node in cfg.env.values()]
+    module.warm_start([(t, e) for e in envs for t in e.tasks()])
+    return save_run(run_dir, cfg, module), module, envs
+
+
+def test_aggregate_means_per_env_per_benchmark_and_overall():
+    results = [("bfcl_simple", 1.0), ("bfcl_simple", 0.0), ("bfcl_multiple", 1.0),
+               ("tau_retail", 0.0), ("tau_retail", 0.5), ("banking", 1.0)]  # fmt: skip
+    s = aggregate(results)
+    assert [(e.env, e.tasks, e.score) for e in s.envs] == [("bfcl_simple", 2, 0.5), ("bfcl_multiple", 1, 1.0),
+                                                           ("tau_retail", 2, 0.25), ("banking", 1, 1.0)]  # fmt: skip
+    bfcl = s.benchmarks[0]
+    assert (bfcl.name, bfcl.tasks, bfcl.score, bfcl.task_weighted) == ("bfcl", 3, 0.75, pytest.approx(2 / 3))
+    assert s.mean_of_benchmarks == pytest.approx((0.75 + 0.25 + 1.0) / 3) and s.task_weighted == pytest.approx(3.5 / 6)
+    assert s.metrics()["eval/benchmark/tau_bench"] == 0.25 and s.metrics()["eval/score"] == s.task_weighted
+    assert [benchmark_of(n) for n in ("acebench_special_incomplete", "tau_airline", "airline")] == ["acebench", "tau_bench", "worlds"]
+
+
+def test_evaluate_checkpoint_table_equals_per_task_means_and_rescores_offline(warm_run, tmp_path):
+    ckpt, trained, _ = warm_run
+    out = evaluate(compose_cfg("evaluate", *WORLDS, *FAST, "limit=6", f"ckpt_path={ckpt}", f"output_dir={tmp_path}"))
+    # the run's tokenizer and weights, although this config's tokenizer corpus is other worlds' sizes
+    assert out["module"].tokenizer.get_vocab() == trained.tokenizer.get_vocab()
+    assert all(torch.equal(a, b) for a, b in zip(out["module"].state_dict().values(), trained.state_dict().values()))
+    rewards: dict[str, list[float]] = {}
+    for e in out["episodes"]:
+        rewards.setdefault(e.env, []).append(e.reward)
+    assert {k: len(v) for k, v in rewards.items()} == {"banking": 6, "calendar": 6}
+    assert 0 < sum(map(sum, rewards.values())) < 12, "the warm-started model should pass some tasks, not all"
+    saved = json.loads((tmp_path / "scores.json").read_text())
+    assert saved["official"] and saved["limit"] == 6
+    means = {env: sum(r) / len(r) for env, r in rewards.items()}
+    assert {e["env"]: e["score"] for e in saved["scores"]["envs"]} == pytest.approx(means)
+    assert saved["scores"]["benchmarks"][0]["score"] == pytest.approx(sum(means.values()) / 2)
+    everything = [r for rs in rewards.values() for r in rs]
+    assert saved["scores"]["overall"]["task_weighted"] == pytest.approx(sum(everything) / 12)
+    rows = list(csv.DictReader((tmp_path / "scores.csv").open()))
+    assert {r["env"]: float(r["score"]) for r in rows if r["level"] == "env"} == pytest.approx(means, abs=1e-6)
+    assert rows[-1]["level"] == "overall" and int(rows[-1]["tasks"]) == 12
+    assert "| worlds | banking | 6 |" in (tmp_path / "scores.md").read_text()
+    # the per-task outputs re-score offline to the same verdicts (score CLI == agent loop)
+    envs = {e.name: e for e in (instantiate(n) for n in compose_cfg("evaluate", *WORLDS).env.values())}
+    for env, online in rewards.items():
+        lines = [json.loads(line) for line in (tmp_path / "outputs" / f"{env}.jsonl").read_text().splitlines()]
+        assert [rec["reward"] for rec in lines] == online
+        _, verdicts = score_file(envs[env], tmp_path / "outputs" / f"{env}.jsonl")
+        assert [v["reward"] for v in verdicts] == online
+
+
+def test_validation_logs_what_the_shared_evaluation_computes(warm_run):
+    _, module, envs = warm_run
+    pairs = [(t, e) for e in envs for t in e.tasks()[:5]]
+    loader = DataLoader(HeldOutTasks(tuple(pairs)), batch_size=4, collate_fn=TaskBatch.collate)
+    trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
+    logged = trainer.validate(module, dataloaders=loader, verbose=False)[0]
+    direct = aggregate((e.env, e.reward) for e in greedy_rollouts(
+        module.engine, module.tokenizer, pairs, module.sampling, batch_size=4, **module.loop_kwargs))  # fmt: skip
+    assert logged == pytest.approx(direct.metrics("eval")) and 0 < logged["eval/score"] < 1
+    assert {"eval/score", "eval/score/banking", "eval/score/calendar", "eval/benchmark/worlds"} <= set(logged)
+
+
+def test_lora_checkpoint_holds_the_adapter_and_loads_with_the_runs_settings(tmp_path):
+    lora = "model.policy.lora={r:4,alpha:8,dropout:0.0,target_modules:[q_proj,v_proj]}"
+    cfg = compose_cfg("train", *WORLDS, lora, f"output_dir={tmp_path / 'run'}")
+    drop_unselected_envs(cfg)
+    module = instantiate(cfg.model)
+    with torch.no_grad():
+        for name, p in module.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0.0, 0.5)
+    ckpt = save_run(tmp_path / "run", cfg, module)
+    held = torch.load(ckpt, weights_only=False)["state_dict"]
+    assert held and all("lora_" in k for k in held)  # the frozen base is not in the file
+    # the eval config names no LoRA: the run's model.policy (LoRA r=4) comes from its config_resolved.yaml
+    out = evaluate(compose_cfg("evaluate", *WORLDS, *FAST, "limit=1", f"ckpt_path={ckpt}", f"output_dir={tmp_path / 'eval'}"))
+    state = out["module"].state_dict()
+    assert all(torch.equal(state[k], v) for k, v in held.items())
+    assert out["module"].tokenizer.get_vocab() == module.tokenizer.get_vocab()
+
+
+def test_training_rules_are_refused_and_long_prompts_score_zero(tmp_path, warm_run):
+    cfg = compose_cfg("evaluate", *WORLDS, "+env.banking.rules=training", f"output_dir={tmp_path}")
+    with pytest.raises(ValueError, match=r"env\.banking\.rules=training.*allow_training_rules=true"):
+        evaluate(cfg)
+    _, module, envs = warm_run
+    episodes = greedy_rollouts(module.engine, module.tokenizer, [(envs[0].tasks()[0], envs[0])], module.sampling,
+                               max_seq_len=module.sampling.max_new_tokens + 10)  # fmt: skip
+    assert episodes[0].reward == 0.0 and episodes[0].reason.startswith(PROMPT_TOO_LONG)
+
+
+def test_real_model_config_composes_with_vllm():
+    cfg = compose_cfg("evaluate", "model=qwen3_8b", "model_path=/weights/Qwen3-8B", "rollout=vllm", "output_dir=/x")
+    assert cfg.model.policy.path == cfg.model.engine.model_path == "/weights/Qwen3-8B"
+    assert cfg.model.engine._target_.endswith("VLLMEngine") and cfg.model.chat_template_kwargs.enable_thinking is False
+
+
+def test_benchmark_category_with_limit(shared_data, tmp_path):
+    out = evaluate(compose_cfg("evaluate", "env=[bfcl_simple,banking]", f"env.bfcl_simple.data_dir={shared_data}",
+                               "env.banking.num_tasks=12", "limit=3", "model.grpo.max_seq_len=2048", *FAST,
+                               f"output_dir={tmp_path}"))  # fmt: skip
+    s = out["scores"]
+    assert [(e.env, e.benchmark, e.tasks) for e in s.envs] == [("bfcl_simple", "bfcl", 3), ("banking", "worlds", 3)]
+    assert [b.name for b in s.benchmarks] == ["bfcl", "worlds"] and s.tasks == 6
+    ids = [json.loads(x)["id"] for x in (tmp_path / "outputs" / "bfcl_simple.jsonl").read_text().splitlines()]
+    assert ids == ["simple_0", "simple_1", "simple_2"]
+    assert all(not e.reason.startswith(PROMPT_TOO_LONG) for e in out["episodes"])
+
+
+def test_labelled_unofficial_run(shared_data, tmp_path):
+    out = evaluate(compose_cfg("evaluate", "env=[bfcl_simple]", f"env.bfcl_simple.data_dir={shared_data}",
+                               "env.bfcl_simple.rules=training", "allow_training_rules=true", "limit=1",
+                               "model.grpo.max_seq_len=2048", *FAST, f"output_dir={tmp_path}"))  # fmt: skip
+    assert not out["official"] and json.loads((tmp_path / "scores.json").read_text())["official"] is False
+    assert (tmp_path / "scores.md").read_text().startswith("NOT OFFICIAL (env.bfcl_simple.rules=training)")
