@@ -18,7 +18,7 @@ REHEARSAL_MODEL := $(TMPDIR)/rehearsal/tiny-qwen3
 ENVSCHED_DATA ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data))
 VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python
 
-.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm docs-check test-bfcl
+.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm docs-check test-bfcl test-verl
 
 # $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
 define install_venv
@@ -66,6 +66,10 @@ test-vllm: $(VLLM_STAMP)
 # our BFCL checkers against the official bfcl-eval code, in .venv-bfcl (scripts/bfcl_check.sh)
 test-bfcl:
 	bash scripts/bfcl_check.sh $(ARGS)
+
+# the verl adapter against a real verl 0.9.1 (its trainer loop on CPU), in .venv-verl (scripts/verl_check.sh)
+test-verl:
+	bash scripts/verl_check.sh $(ARGS)
 
 # every command README.md and docs/ show, with small step counts (scripts/docs_commands.py);
 # the engine comparison among them needs .venv-vllm

@@ -63,7 +63,7 @@ RULES = [
     Rule(r"train\.py experiment=sim", "sim.steps=10 sim.seeds=1", "10 simulated steps, 1 seed"),
     Rule(r"train\.py", SMALL_TRAIN, "2 GRPO steps"),
     Rule(r"^data\.sampler\.|^\+data\.sampler|^data\.dataloader", None, "overrides for verl's own command line"),
-    Rule(r"scripts/verl_check\.sh", None, "builds .venv-verl (verl's pins) and runs tests_verl/: its own check"),
+    Rule(r"scripts/verl_check\.sh", None, "CI runs it (make test-verl)"),
     Rule(r"scripts/gpu_smoke\.sh", None, "needs a CUDA GPU (its --device cpu check of the script took 12 min on 2 cores)"),
     Rule(r"benchmarks\.engine_throughput", "--rounds 1 --tasks-per-world 1 --group 2 --max-new-tokens 8", "1 round"),
     Rule(r"benchmarks\.grpo_efficiency --replot", "--out {tmp}", "re-plots the results of the run below"),
@@ -76,6 +76,8 @@ RULES = [
     Rule(r"benchmarks\.torch_threads", "--threads 1 2 --steps 2 --repeats 1", "2 steps, 1 round"),
     Rule(r"evaluate\.py.*model=qwen3_8b", None, "GPU and Qwen3-8B weights; tests/test_evaluate.py covers the code on the tiny model"),
     Rule(r"evaluate\.py", "limit=2 model.sampling.max_new_tokens=8 hydra.run.dir={tmp}", "2 tasks per environment"),
+    Rule(r"envsched_lightning\.adapters\.verl_main", None, "verl 0.9 and GPUs; tests_verl/test_verl_fit.py runs it on CPU without Ray"),
+    Rule(r"verl_constraints\.txt|^pip install --no-deps -e \.$", None, "in verl's own environment; scripts/verl_check.sh installs this way"),
     Rule(r"-m envsched_lightning\.", "", "as written"),
 ]
 # commands that read benchmark data (BFCL, ACEBench, tau-bench environments) need ENVSCHED_DATA; the

@@ -5,16 +5,18 @@
 # .venv. This script builds .venv-verl (gitignored) once and runs tests_verl/ in it; rerunning reuses
 # the environment (VERL_VENV_FRESH=1 rebuilds it).
 #
-# What is installed, and why:
+# What is installed, and why (the verl lines are the recipe docs/adapters.md gives users):
 #   - torch==2.13.0 first and on every pip line, so pip keeps the CPU build and never swaps in a
 #     CUDA one while resolving verl;
-#   - verl==0.9.1 with its own dependencies (ray, tensordict, transformers 5.10.x, ...): the check
-#     uses verl's `RLHFDataset`, `collate_fn`, `DataProto` and `RayPPOTrainer` as a training run would;
+#   - verl==0.9.1 with its own dependencies (ray, tensordict, transformers 5.10.x, ...), under
+#     scripts/verl_constraints.txt (verl's own version bounds): the check uses verl's Hydra configs,
+#     `TaskRunner`, `RLHFDataset`, `DataProto` and `RayPPOTrainer.fit` as a training run would;
 #   - cachetools, fastapi, uvicorn: imported by verl.trainer.ppo.ray_trainer but not declared by
-#     verl 0.9.1 (the check imports the real RayPPOTrainer);
-#   - torch-geometric, numpy, pytest: what the scheduling core and the check need;
+#     verl 0.9.1;
+#   - torch-geometric, pytest: what the scheduling core and the check add, under the same constraints;
 #   - this project with --no-deps: its other pins (transformers, lightning, vllm) are not needed by
 #     the scheduling core or the adapter and would conflict with verl's.
+# `pip check` then must report nothing but this project's own requirements (left out on purpose).
 #
 # Usage: bash scripts/verl_check.sh            (from anywhere; prints wall time and environment size)
 set -euo pipefail
@@ -33,11 +35,15 @@ if [[ ! -f "$VENV/.installed" ]]; then
     test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
     "$VENV/bin/pip" install -q --upgrade pip
     "$VENV/bin/pip" install -q "$TORCH"
-    "$VENV/bin/pip" install -q "verl==0.9.1" "transformers<5.11" cachetools fastapi uvicorn \
-        "torch-geometric>=2.6" "numpy>=1.26" "pytest>=8" "$TORCH"
+    "$VENV/bin/pip" install -q -c scripts/verl_constraints.txt "verl==0.9.1" cachetools fastapi uvicorn \
+        "torch-geometric>=2.6" "pytest>=8" "$TORCH"
     "$VENV/bin/pip" install -q --no-deps -e .
     touch "$VENV/.installed"
 fi
+
+# verl's pins hold: anything pip check reports besides this project's own requirements fails the check
+broken=$("$VENV/bin/pip" check 2>/dev/null | grep -v -e '^envsched-lightning ' -e '^No broken requirements' || true)
+if [[ -n "$broken" ]]; then echo "verl_check: broken requirements in $VENV:"; echo "$broken"; exit 1; fi
 installed=$(date +%s)
 
 # -p no:cacheprovider keeps the run from writing .pytest_cache next to the default suite's.

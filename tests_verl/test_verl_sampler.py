@@ -3,11 +3,11 @@
 Run by scripts/verl_check.sh in its own environment (verl pins an older transformers); the
 batches are built as `RayPPOTrainer.fit` builds them: collate, `DataProto.from_single_dict`, a
 ``uid`` per prompt, ``repeat(n, interleave=True)``, then ``token_level_scores`` [rollouts, tokens].
+test_verl_fit.py runs the sampler inside verl's own ``fit``.
 """
 
 from __future__ import annotations
 
-import inspect
 import uuid
 
 import numpy as np
@@ -17,11 +17,10 @@ import torch
 from omegaconf import OmegaConf
 from torchdata.stateful_dataloader import StatefulDataLoader
 from verl import DataProto
-from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 
 from envsched_lightning.adapters.mapping import spec_record
-from envsched_lightning.adapters.verl import SAMPLER_FILE, CurriculumFeedback, EnvSchedSampler
+from envsched_lightning.adapters.verl import EnvSchedSampler
 from envsched_lightning.envs import make_env
 
 N_ROLLOUTS, BATCH, RESPONSE_LEN = 3, 4, 5
@@ -142,19 +141,25 @@ def test_duplicate_and_missing_ids_and_bad_rewards_raise(tmp_path):
     twice = DataProto.concat([_scored(batch_dict, _reward), _scored(batch_dict, _reward)])  # each task in 2 uids
     with pytest.raises(ValueError, match="two groups"):
         sampler.update(twice)
-    with pytest.raises(ValueError, match="outside"):
-        sampler.update(_scored(batch_dict, lambda t, k: 2.0))
     with pytest.raises(ValueError, match="non-finite"):
         sampler.update(_scored(batch_dict, lambda t, k: float("nan")))
     after = sampler.state_dict()
     assert after["scheduler"]["history"]["step"] == before["scheduler"]["history"]["step"] == 0  # nothing applied
 
 
-def test_reward_range_rescales_into_unit_interval(tmp_path):
+def test_reward_range_maps_onto_the_unit_interval_and_clips(tmp_path, caplog):
     dataset, sampler, loader = _setup(tmp_path, reward_range=[-1.0, 1.0])
     recorder = Recorder(sampler.scheduler)
-    sampler.update(_scored(next(iter(loader)), lambda t, k: [-1.0, 0.0, 1.0][k]))
+    it = iter(loader)
+    sampler.update(_scored(next(it), lambda t, k: [-1.0, 0.0, 1.0][k]))
     assert all(list(g.rewards) == [0.0, 0.5, 1.0] for g in recorder.events[-1][1])
+    assert sampler.metrics["sched/reward_clipped_frac"] == 0.0
+    sampler.update(_scored(next(it), lambda t, k: [-3.0, 0.0, 2.0][k]))  # outside: clipped, counted, warned once
+    assert all(list(g.rewards) == [0.0, 0.5, 1.0] for g in recorder.events[-1][1])
+    assert sampler.metrics["sched/reward_clipped_frac"] == pytest.approx(2 / 3)
+    assert sampler.rewards_clipped == 2 * BATCH and "reward_range [-1, 1]" in caplog.text
+    with pytest.raises(ValueError, match="lo < hi"):
+        _setup(tmp_path, reward_range=[1.0, 1.0])
 
 
 def test_checkpoint_round_trip_through_stateful_dataloader(tmp_path):
@@ -172,50 +177,27 @@ def test_checkpoint_round_trip_through_stateful_dataloader(tmp_path):
         next(iter(fresh_loader))
 
 
-class _VerlTrainerStub(RayPPOTrainer):
-    """The real `RayPPOTrainer` class, its worker-facing steps replaced by records."""
-
-    def _update_actor(self, batch):
-        self.calls.append(("actor", int(self.train_dataloader.sampler.scheduler.history.step)))
-        return batch
-
-    def _save_checkpoint(self):
-        (tmp := self._folder()).mkdir(parents=True, exist_ok=True)
-        self.calls.append(("save", str(tmp)))
-
-    def _load_checkpoint(self):
-        self.global_steps = self._resume_step
-        return self.global_steps
-
-    def _folder(self):
-        from pathlib import Path
-
-        return Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
-
-
-class _Trainer(CurriculumFeedback, _VerlTrainerStub):
-    pass
-
-
-def test_curriculum_feedback_on_verl_trainer(tmp_path):
-    for name in ("_update_actor", "_save_checkpoint", "_load_checkpoint"):  # the hooks it relies on exist
-        assert callable(getattr(RayPPOTrainer, name))
-    assert "train_sampler" in inspect.signature(RayPPOTrainer.__init__).parameters
-
+def test_a_step_reported_twice_counts_once(tmp_path):
+    """verl 0.7 calls ``update`` after its checkpoint, CurriculumFeedback before it: the repeat is ignored."""
     _, sampler, loader = _setup(tmp_path)
-    trainer = object.__new__(_Trainer)
-    trainer.config = OmegaConf.create({"trainer": {"default_local_dir": str(tmp_path / "ckpt"), "resume_mode": "auto"}})
-    trainer.train_dataloader, trainer.calls, trainer.global_steps = loader, [], 1
-    trainer._update_actor(_scored(next(iter(loader)), _reward))
-    assert trainer.calls == [("actor", 1)]  # the scheduler had the step's rewards before the actor update
-    trainer._save_checkpoint()
-    assert (tmp_path / "ckpt" / "global_step_1" / SAMPLER_FILE).is_file()
+    batch = _scored(next(iter(loader)), _reward)
+    sampler.update(batch)
+    state, metrics = sampler.state_dict(), dict(sampler.metrics)
+    sampler.update(batch)
+    assert _same(sampler.state_dict(), state) and sampler.metrics == metrics
+    assert int(sampler.scheduler.history.step) == 1
 
-    _, fresh, fresh_loader = _setup(tmp_path)
-    resumed = object.__new__(_Trainer)
-    resumed.config, resumed.train_dataloader, resumed._resume_step = trainer.config, fresh_loader, 1
-    resumed._load_checkpoint()
-    assert _same(fresh.state_dict(), sampler.state_dict())
+
+def test_update_sets_the_steps_sched_metrics(tmp_path):
+    _, sampler, loader = _setup(tmp_path)
+    recorder = Recorder(sampler.scheduler)
+    sampler.update(_scored(next(iter(loader)), lambda t, k: float(t.startswith("b") and k == 0)))
+    groups = recorder.events[-1][1]
+    m = sampler.metrics
+    assert m["sched/env_count/banking"] == BATCH
+    assert m["sched/zero_var_frac"] == sum(not g.informative for g in groups) / len(groups)
+    assert {"sched/pred_mean", "sched/realised_mean", "sched/zero_var_frac/banking"} <= m.keys()
+    assert all(k.startswith("sched/") for k in m)
 
 
 def _same(a, b) -> bool:

@@ -9,18 +9,22 @@ both directions and decides nothing itself:
   for ``train_batch_size`` tasks with every reward reported so far, and ``update`` drops what is
   left of an older choice;
 - ``update(batch)`` maps each rollout's task ids (``non_tensor_batch``'s ``extra_info`` ``env`` and
-  ``task_id``, else ``data_source`` and ``extra_info.index``) and ``token_level_scores.sum(-1)`` to
-  one `RolloutGroup` per ``uid`` (a task in two groups, or a group of two tasks, raises);
+  ``task_id``, else ``data_source`` and ``extra_info.index``), ``token_level_scores.sum(-1)`` (mapped
+  from ``reward_range`` onto [0, 1], clipped) and response length to one `RolloutGroup` per ``uid``
+  (a task in two groups, or a group of two tasks, raises). A batch already reported (same ``uid``
+  set) is ignored, so `CurriculumFeedback` can report a step before its checkpoint while verl's
+  own later ``update`` call on the same batch changes nothing;
 - ``state_dict`` / ``load_state_dict`` make it `Stateful` for torchdata's `StatefulDataLoader`, so
   verl's ``data.pt`` checkpoint carries the scheduler state and the position in the epoch.
 
-verl 0.9 dropped that hook (``data.sampler.class_path`` and the ``update`` call). There, mix
-`CurriculumFeedback` into the legacy `RayPPOTrainer` and pass the sampler as ``train_sampler``;
-docs/adapters.md has both set-ups.
+verl 0.9 dropped that hook (``data.sampler.class_path`` and the ``update`` call): there,
+``python -m envsched_lightning.adapters.verl_main`` runs the legacy trainer with `CurriculumFeedback`
+mixed in. docs/adapters.md covers each verl release.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence, Sized
 from typing import Any
@@ -31,7 +35,8 @@ from torch.utils.data import Sampler
 
 from envsched_lightning.scheduling import Scheduler, TaskSpec, build_scheduler
 
-from .mapping import TaskIndex, TaskKey, group_rewards, spec_from_record, unique_rows
+from .mapping import RewardRange, TaskIndex, TaskKey, group_rewards, spec_from_record, unique_rows
+from .metrics import scheduler_metrics
 
 try:  # verl with the curriculum hook (it checks isinstance against this)
     from verl.experimental.dataset.sampler import AbstractCurriculumSampler as _SamplerBase
@@ -39,6 +44,7 @@ except ImportError:  # verl >= 0.9: the same contract on a plain Sampler
     _SamplerBase = Sampler
 
 SAMPLER_FILE = "envsched_sampler.pt"
+logger = logging.getLogger(__name__)
 
 
 def _plain(value: Any) -> Any:
@@ -83,8 +89,9 @@ class EnvSchedSampler(_SamplerBase):
 
     Options come from ``data.sampler`` (all optional): ``scheduler`` (a `build_scheduler` name,
     default ``envsched``), ``scheduler_kwargs`` (its options, e.g. ``seed``) and ``reward_range``
-    (``[lo, hi]`` of the trained reward, rescaled to the [0, 1] that `Scheduler.update` accepts;
-    default ``[0, 1]``). Each batch holds ``data.gen_batch_size or data.train_batch_size`` tasks.
+    (``[lo, hi]`` of the trained reward, mapped onto the [0, 1] that `Scheduler.update` accepts;
+    default ``[0, 1]``; a score outside it is clipped and counted in ``sched/reward_clipped_frac``).
+    Each batch holds ``data.gen_batch_size or data.train_batch_size`` tasks.
     """
 
     def __init__(self, data_source: Sized, data_config: Mapping[str, Any]) -> None:
@@ -94,10 +101,8 @@ class EnvSchedSampler(_SamplerBase):
             raise ValueError(f"data.dataloader_num_workers={workers}: worker processes draw ahead of the "
                              "rewards; set it to 0")  # fmt: skip
         self.batch_size = int(data_config.get("gen_batch_size") or data_config["train_batch_size"])
-        lo, hi = (float(x) for x in options.get("reward_range") or (0.0, 1.0))
-        if not hi > lo:
-            raise ValueError(f"data.sampler.reward_range must be [lo, hi] with hi > lo, got {[lo, hi]}")
-        self.reward_range = (lo, hi)
+        self.reward_range = RewardRange.of(options.get("reward_range") or (0.0, 1.0))  # checked here
+        self.rewards_clipped = 0  # rollouts whose score lay outside reward_range, over the run
         keys, specs = dataset_rows(data_source)
         kwargs = dict(options.get("scheduler_kwargs") or {})
         self.scheduler: Scheduler = build_scheduler(options.get("scheduler") or "envsched", specs, **kwargs)
@@ -107,6 +112,9 @@ class EnvSchedSampler(_SamplerBase):
             raise ValueError(f"batch of {self.batch_size} tasks, but the dataset has {self.scheduler.num_tasks}")
         self._queue: list[int] = []  # the last choice, not yet drawn
         self._drawn = 0  # draws in the current epoch
+        self._decision = None  # why the last select chose what it chose (for `metrics`)
+        self._reported: frozenset = frozenset()  # uids of the last batch reported
+        self.metrics: dict[str, float] = {}  # ``sched/`` metrics of the last reported step
 
     def __len__(self) -> int:
         """Whole batches only, so no choice is ever thrown away by ``drop_last``."""
@@ -116,24 +124,45 @@ class EnvSchedSampler(_SamplerBase):
         while self._drawn < len(self):
             if not self._queue:
                 self._queue = list(self.scheduler.select(self.batch_size))
+                self._decision = self.scheduler.last_decision()
             self._drawn += 1
             yield self._rows[self._queue.pop(0)]
         self._drawn = 0  # epoch over; the next __iter__ starts a new one
 
     def update(self, batch: Any) -> None:
-        """Report one scored step: verl's `DataProto` after ``token_level_scores`` is set."""
+        """Report one scored step: verl's `DataProto` after ``token_level_scores`` is set.
+
+        Sets `metrics` (``sched/`` keys, see `scheduler_metrics`) for the trainer to log.
+        """
         non_tensor = batch.non_tensor_batch
         if "uid" not in non_tensor or "token_level_scores" not in batch.batch.keys():
             raise ValueError("update needs a scored batch: non_tensor_batch['uid'] and batch['token_level_scores']")
-        n = len(non_tensor["uid"])
+        uids = list(non_tensor["uid"])
+        if uids and frozenset(uids) == self._reported:
+            return  # this step is in already (CurriculumFeedback reported it before verl's hook did)
+        n = len(uids)
         sources = non_tensor.get("data_source", np.full(n, None, dtype=object))
         infos = non_tensor.get("extra_info", np.full(n, None, dtype=object))
         tasks = [self.task_index.index(*row_key(s, i)) for s, i in zip(sources, infos, strict=True)]
-        lo, hi = self.reward_range
         scores = batch.batch["token_level_scores"].sum(-1)  # [n] one scalar per rollout
-        rewards = ((scores.double() - lo) / (hi - lo)).cpu().tolist()
-        self.scheduler.update(group_rewards(tasks, rewards, list(non_tensor["uid"])))  # validates first
-        self._queue = []  # the next draw chooses with these rewards
+        rewards, clipped = self.reward_range.to_unit(scores.double().cpu().tolist())
+        mask = batch.batch["response_mask"] if "response_mask" in batch.batch.keys() else None  # [n, response]
+        lengths = mask.sum(-1).cpu().tolist() if mask is not None else None
+        groups = group_rewards(tasks, rewards, uids, lengths)
+        self.scheduler.update(groups)  # validates first (NaN raises): a bad batch changes nothing
+        self._reported, self._queue = frozenset(uids), []  # the next draw chooses with these rewards
+        self._note_clipped(clipped, n)
+        self.metrics = scheduler_metrics(self._decision, groups, self.scheduler.specs, self.scheduler.env_names)
+        self.metrics["sched/reward_clipped_frac"] = clipped / n
+
+    def _note_clipped(self, clipped: int, total: int) -> None:
+        """Warn the first time scores are clipped; ``sched/reward_clipped_frac`` counts every step."""
+        if clipped and not self.rewards_clipped:
+            lo, hi = self.reward_range.lo, self.reward_range.hi
+            logger.warning(f"{clipped} of {total} scores lay outside data.sampler.reward_range [{lo:g}, {hi:g}] and "
+                           "were clipped to it; set +data.sampler.reward_range=[lo,hi] to your reward's range. "
+                           "Later clips are counted in sched/reward_clipped_frac.")  # fmt: skip
+        self.rewards_clipped += clipped
 
     def state_dict(self) -> dict[str, Any]:
         # a finished epoch is saved as position 0: verl resumes it by starting the next epoch
@@ -146,17 +175,27 @@ class EnvSchedSampler(_SamplerBase):
 
 
 class CurriculumFeedback:
-    """For verl 0.9's legacy `RayPPOTrainer`: the sampler hook it no longer has, ahead of it in the MRO.
+    """The curriculum hook for a `RayPPOTrainer` (verl >= 0.7), ahead of it in the MRO.
 
-    ``class Trainer(CurriculumFeedback, RayPPOTrainer)``: each scored batch reaches
-    ``sampler.update`` before the actor update (so before that step's checkpoint), and the sampler
-    state is saved next to every checkpoint and reloaded on resume, also at epoch boundaries, where
-    verl skips its own ``data.pt``.
+    ``class Trainer(CurriculumFeedback, RayPPOTrainer)``:
+
+    - each scored batch reaches ``sampler.update`` in ``_update_actor``, so before that step's
+      checkpoint. verl 0.8/0.9 no longer call ``update`` at all; 0.7 calls it only after
+      ``_save_checkpoint``, so its checkpoints missed the step's rewards (the sampler ignores
+      that second call of the same batch);
+    - the step's ``sched/`` metrics join the actor's, which verl merges into the step's metrics;
+    - the sampler state is saved next to every checkpoint and reloaded on resume, also at epoch
+      boundaries, where verl skips its own ``data.pt``.
+
+    Steps of ``trainer.critic_warmup`` skip ``_update_actor`` and are therefore not reported.
     """
 
     def _update_actor(self, batch):
-        self.train_dataloader.sampler.update(batch)
-        return super()._update_actor(batch)
+        sampler = self.train_dataloader.sampler
+        sampler.update(batch)
+        output = super()._update_actor(batch)
+        output.meta_info.setdefault("metrics", {}).update(sampler.metrics)  # reduced and logged by fit
+        return output
 
     def _save_checkpoint(self):
         super()._save_checkpoint()
