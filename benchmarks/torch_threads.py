@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for r in range(args.repeats):
             for t in args.threads:
                 times[t].append(run_once(t, args.steps, Path(tmp) / f"{t}_{r}"))
+                print(f"round {r + 1}: torch_threads={t}: {times[t][-1]:.1f} s", flush=True)
     base = statistics.median(times[args.threads[0]])
     rows = [{"torch_threads": t, "median_s": statistics.median(v), "ratio": statistics.median(v) / base,
              "runs_s": [round(x, 1) for x in v]} for t, v in times.items()]  # fmt: skip
