@@ -27,7 +27,8 @@ from envsched_lightning.threads import set_torch_threads, threads_setting
 
 ABLATIONS = {
     "envsched -cross_edges": {"cross_edges": False},
-    "envsched -gnn (closed form only)": {"use_gnn": False},
+    "envsched +gnn (learned correction on)": {"use_gnn": True},
+    "envsched -relation gate (fixed mix)": {"gate": False},
     "envsched -own-outcome calibration": {"calibrate": False},
     "envsched -coverage": {"coverage": 0.0},
     "envsched -sibling-aware coverage": {"sibling_halflife": 0.0},

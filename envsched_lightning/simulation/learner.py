@@ -16,13 +16,18 @@ from .world import SimWorld
 
 
 class SimLearner:
-    def __init__(self, world: SimWorld, seed: int = 0, lr: float = 2.0, lr_task: float = 4.0, group_size: int = 8) -> None:
+    def __init__(self, world: SimWorld, seed: int = 0, lr: float | None = None, lr_task: float | None = None,
+                 group_size: int = 8) -> None:
+        """`lr` / `lr_task`: None takes the world's (`SimWorldConfig.lr`, `.lr_task`)."""
         self.world = world
         self.rng = np.random.default_rng(10_000 + seed)
-        self.lr, self.lr_task, self.group_size = lr, lr_task, group_size
+        self.lr = world.config.lr if lr is None else lr
+        self.lr_task = world.config.lr_task if lr_task is None else lr_task
+        self.group_size = group_size
         self.level = world.skill_init.copy()
         self.task_bonus = np.zeros(len(world.skills))
         self.rollouts = 0
+        self._clean_std: dict[int, float] = {}  # noisy rewards: each last group's noise-free std
 
     def pass_rate(self, tasks: np.ndarray) -> np.ndarray:
         w, k = self.world, self.world.config.sharpness
@@ -36,8 +41,16 @@ class SimLearner:
         p = self.pass_rate(tasks)
         groups = []
         for i, t, pt in zip(indices, tasks, p):
-            checks = 4 if self.world.continuous[t] else 1  # partial credit = fraction of checks passed
-            r = (self.rng.random((self.group_size, checks)) < pt).mean(1)
+            checks = self.world.config.checks if self.world.continuous[t] else 1  # partial credit: share of checks passed
+            passed = self.rng.random((self.group_size, checks)) < pt
+            flipped = None
+            if self.world.config.reward_noise > 0:  # a noisy verifier: each check flipped with this chance
+                flipped = self.rng.random(passed.shape) < self.world.config.reward_noise
+                passed ^= flipped
+            r = passed.mean(1)
+            # what GRPO learns from is the spread of the *true* outcomes: a flipped check is noise
+            if flipped is not None:
+                self._clean_std[int(i)] = float((passed ^ flipped).mean(1).std())
             lengths = self.world.n_calls[t] + self.rng.integers(0, 2, self.group_size) * (1 - r)
             groups.append(RolloutGroup(int(i), r.tolist(), lengths.tolist()))
         self.rollouts += len(indices) * self.group_size
@@ -48,14 +61,18 @@ class SimLearner:
         b = batch_size or len(groups)
         for g in groups:
             t = self.world.train_idx[g.index]
-            signal = g.std / b  # zero-variance groups contribute nothing but still count in b
+            clean = self._clean_std.get(g.index)
+            signal = (g.std if clean is None else clean) / b  # zero-variance groups add nothing but count in b
             req = self.world.skills[t]
             self.level[req] += self.lr * signal / len(req)
             self.task_bonus[t] += self.lr_task * signal
 
     def heldout_score(self) -> float:
-        """Mean over environments of the held-out tasks' expected pass rate."""
+        """Mean over environments (or, with `score_over="tasks"`, over tasks) of the held-out tasks'
+        expected pass rate."""
         w = self.world
         p = self.pass_rate(w.heldout_idx)
+        if w.config.score_over == "tasks":
+            return float(p.mean())
         env = w.env_of[w.heldout_idx]
         return float(np.mean([p[env == e].mean() for e in np.unique(env)]))

@@ -36,6 +36,27 @@ class SimWorldConfig:
     sharpness: float = 3.0  # slope of pass rate in (skill - difficulty)
     continuous_env_share: float = 0.25  # environments with partial-credit rewards
     seed: int = 0
+    # Structural knobs of the world family (`family.py`). Their defaults reproduce the three named
+    # worlds exactly: every draw they need comes from a second generator, so leaving them at their
+    # defaults leaves the first generator's stream (and so every named world) unchanged.
+    size_dist: str = "uniform"  # environment sizes: "uniform" in tasks_per_env, or "loguniform" (skewed)
+    cross_skill_share: float = 0.0  # chance an environment's private skill is secretly another environment's
+    pattern_shared: float = 1.0  # chance an environment's use of a pattern is the shared skill (else a private copy)
+    pattern_init: tuple[float, float] = (0.0, 0.0)  # starting level range of pattern skills
+    metadata_noise: float = 0.0  # chance a task's visible tools / state / pattern belong to another template
+    checks: int = 4  # partial-credit rewards: fraction of this many checks passed
+    reward_noise: float = 0.0  # chance each rollout's check is flipped
+    lr: float = 2.0  # learner: skill step per unit of group std (how fast related groups saturate)
+    lr_task: float = 4.0  # learner: task-specific step
+    score_over: str = "envs"  # held-out score: mean over environments ("envs") or over tasks ("tasks")
+
+    def __post_init__(self) -> None:
+        if self.size_dist not in ("uniform", "loguniform") or self.score_over not in ("envs", "tasks"):
+            raise ValueError(f"size_dist in (uniform, loguniform), score_over in (envs, tasks); got {self.size_dist}, "
+                             f"{self.score_over}")
+        for name in ("cross_skill_share", "pattern_shared", "metadata_noise", "reward_noise", "continuous_env_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
 
 
 WORLD_PRESETS: dict[str, SimWorldConfig] = {
@@ -70,21 +91,40 @@ class SimWorld:
 def make_world(config: SimWorldConfig | str = "default") -> SimWorld:
     cfg = WORLD_PRESETS[config] if isinstance(config, str) else config
     rng = np.random.default_rng(cfg.seed)
+    knob = np.random.default_rng([cfg.seed, 7])  # the family knobs' draws (see SimWorldConfig)
     n_pat = len(PATTERNS)
     env_names = [f"env{e:02d}" for e in range(cfg.num_envs)]
-    skill_init = [np.zeros(n_pat)]  # pattern skills first, shared by all environments
+    skill_init = [np.zeros(n_pat) if cfg.pattern_init == (0.0, 0.0) else knob.uniform(*cfg.pattern_init, n_pat)]
     env_skill0: list[int] = []
     for e in range(cfg.num_envs):
         env_skill0.append(n_pat + e * cfg.skills_per_env)
         skill_init.append(np.full(cfg.skills_per_env, rng.uniform(*cfg.skill_init)))
-    init = np.concatenate(skill_init)
+    init = list(np.concatenate(skill_init))
+    # latent skill of (environment, private skill k): its own, or with `cross_skill_share` another
+    # environment's (shared across environments, invisible in tool names)
+    skill_of = [env_skill0[e] + np.arange(cfg.skills_per_env) for e in range(cfg.num_envs)]
+    if cfg.cross_skill_share > 0:
+        for e in range(1, cfg.num_envs):
+            for k in range(cfg.skills_per_env):
+                if knob.random() < cfg.cross_skill_share:
+                    skill_of[e][k] = skill_of[int(knob.integers(e))][int(knob.integers(cfg.skills_per_env))]
+
+    def pattern_skill(p: int) -> int:
+        """The shared pattern skill, or with 1 - `pattern_shared` a private copy with its own level."""
+        if cfg.pattern_shared >= 1.0 or knob.random() < cfg.pattern_shared:
+            return p
+        init.append(float(knob.uniform(*cfg.skill_init)))
+        return len(init) - 1
 
     env_of, skills, diff, cont, calls, is_train, specs = [], [], [], [], [], [], []
     for e, name in enumerate(env_names):
         patterns = rng.choice(n_pat, size=min(cfg.patterns_per_env, n_pat), replace=False)
+        pat_skill = {int(p): pattern_skill(int(p)) for p in patterns}
         verifiers = rng.choice(len(VERIFIERS), size=2, replace=False)
         continuous = rng.random() < cfg.continuous_env_share
         n_train = int(rng.integers(cfg.tasks_per_env[0], cfg.tasks_per_env[1] + 1))
+        if cfg.size_dist == "loguniform":
+            n_train = int(round(np.exp(knob.uniform(*np.log(cfg.tasks_per_env)))))
         n_templates = max(3, (n_train + cfg.heldout_per_env) // cfg.tasks_per_template)
         templates = []  # (own skills, pattern, base difficulty, verifier): what instances share
         for _ in range(n_templates):
@@ -95,23 +135,26 @@ def make_world(config: SimWorldConfig | str = "default") -> SimWorld:
             d = base + float(rng.normal(0.0, cfg.instance_noise))
             n_call = 1 + len(own) + int(pat in (2, 3, 6)) + int(rng.random() < 0.3)
             env_of.append(e)
-            skills.append(np.concatenate([[pat], env_skill0[e] + own]).astype(np.int64))
+            skills.append(np.concatenate([[pat_skill[pat]], skill_of[e][own]]).astype(np.int64))
             diff.append(d)
             cont.append(continuous)
             calls.append(n_call)
             train = t < n_train
             is_train.append(train)
             if train:
-                tools = [f"{name}.tool{k}{v}" for k in own for v in ("a", "b")]
+                shown_own, shown_pat = own, pat  # what the metadata says; with `metadata_noise`, another template's
+                if cfg.metadata_noise > 0 and knob.random() < cfg.metadata_noise:
+                    shown_own, shown_pat, _, _ = templates[int(knob.integers(n_templates))]
+                tools = [f"{name}.tool{k}{v}" for k in shown_own for v in ("a", "b")]
                 if rng.random() < 0.3:  # a decoy tool: offered, not needed
                     tools.append(f"{name}.tool{int(rng.integers(cfg.skills_per_env))}c")
-                features = {"n_calls": float(n_call), f"pattern_{PATTERNS[pat]}": 1.0}
+                features = {"n_calls": float(n_call), f"pattern_{PATTERNS[shown_pat]}": 1.0}
                 specs.append(
                     TaskSpec(
                         env=name,
                         task_id=f"t{t:05d}",
                         tools=tuple(sorted(set(tools))),
-                        state_keys=tuple(f"table{k}" for k in sorted(own)),
+                        state_keys=tuple(f"table{k}" for k in sorted(shown_own)),
                         verifier=VERIFIERS[int(verifiers[ver])],
                         features=features,
                         reward_type="continuous" if continuous else "binary",
@@ -127,7 +170,7 @@ def make_world(config: SimWorldConfig | str = "default") -> SimWorld:
         difficulty=np.asarray(diff),
         continuous=np.asarray(cont),
         n_calls=np.asarray(calls),
-        skill_init=init,
+        skill_init=np.asarray(init, dtype=np.float64),
         train_idx=all_idx[is_train_arr],
         heldout_idx=all_idx[~is_train_arr],
         env_names=env_names,

@@ -65,7 +65,7 @@ def test_exploration_moves_to_classes_nobody_looked_at_lately():
 
 def test_gnn_earns_trust_only_from_held_back_error():
     specs = family("a", "x", 40, ("t1",)) + family("b", "y", 40, ("u1",))
-    sched = build_scheduler("envsched", specs, gnn_min_observations=30)
+    sched = build_scheduler("envsched", specs, use_gnn=True, gnn_min_observations=30)
     assert sched.gnn_trust() == 0.0
     rng = np.random.default_rng(0)
     for _ in range(6):
@@ -275,7 +275,7 @@ def test_local_gnn_refresh_keeps_never_tried_neighbours_on_the_current_closed_fo
     step (its last correction applied to today's estimate), not keep the value of its last re-run."""
     hot = family("a", "hot", 8, ("pay", "refund"))
     cold = family("a", "cold", 8, ("search", "list"))
-    sched = build_scheduler("envsched", hot + cold, seed=0, quota=False, penalty=0.0, gnn_full_graph_max=0,
+    sched = build_scheduler("envsched", hot + cold, seed=0, use_gnn=True, quota=False, penalty=0.0, gnn_full_graph_max=0,
                             gnn_refresh_period=1000)
     assert sched.gnn.full_edges is None  # the local path, as on a large pool
     before = sched.predict_gnn().copy()  # step 0 re-runs node 0 (the rotating slice) with the untrained model
@@ -291,12 +291,12 @@ def test_local_gnn_refresh_keeps_never_tried_neighbours_on_the_current_closed_fo
 def test_resume_is_exact_above_the_full_graph_size():
     """6,000 tasks: the GNN refreshes its corrections locally; those and the last nodes are state."""
     pool = [TaskSpec(f"e{k % 3}", f"t{k}", tools=(f"tool{k % 40}",), features={"n": float(k % 7)}) for k in range(6000)]
-    full = build_scheduler("envsched", pool, seed=1, gnn_full_graph_max=5000)
+    full = build_scheduler("envsched", pool, seed=1, use_gnn=True, gnn_full_graph_max=5000)
     assert full.gnn is not None and full.gnn.full_edges is None
     _drive(full, 6, batch=32)
     state = pickle.loads(pickle.dumps(full.state_dict()))
     rest = _drive(full, 6, start=6, batch=32)
-    resumed = build_scheduler("envsched", pool, seed=1, gnn_full_graph_max=5000)
+    resumed = build_scheduler("envsched", pool, seed=1, use_gnn=True, gnn_full_graph_max=5000)
     resumed.load_state_dict(state)
     assert [list(a) for a in _drive(resumed, 6, start=6, batch=32)] == [list(a) for a in rest]
 

@@ -1,11 +1,13 @@
 """`envsched`: graph-propagated variance prediction plus coverage, under quotas and a similarity penalty.
 
-Per step: predict every task's next-group informativeness (2 x reward std) by blending a
-closed-form PPR smoothing of observed variance with an online-trained relation-aware GNN (the
-blend weight is earned on held-back groups: each step's groups are scored before the model
-trains on them); add a coverage bonus for rarely or long-ago tried tasks whose weight decays over
-training; fill the batch greedily under environment quotas and the similarity penalty. Every
-signal comes from groups the trainer already ran: no exploratory rollouts.
+Per step: predict every task's next-group informativeness (2 x reward std) by a closed-form PPR
+smoothing of observed variance whose relations (none / intra / intra + cross) are mixed by weights
+earned on held-back groups (each step's first observations are scored before anything learns from
+them), optionally blended with an online-trained relation-aware GNN (`use_gnn`, off by default:
+it did not beat the closed form over the world family) whose weight is earned the same way; add
+a coverage bonus for rarely or long-ago tried tasks whose weight decays over training; fill the
+batch greedily under environment quotas and the similarity penalty. Every signal comes from groups
+the trainer already ran: no exploratory rollouts.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class EnvSchedScheduler(Scheduler):
         cross_weight: float = 0.5,
         cross_refresh_every: int = 10,
         cross_refresh_fraction: float = 0.05,
-        use_gnn: bool = True,
+        use_gnn: bool = False,
         gnn_min_observations: int = 64,
         gnn_hidden: int = 16,
         gnn_train_steps: int = 2,
@@ -59,6 +61,10 @@ class EnvSchedScheduler(Scheduler):
         calibrate: bool = True,
         own_weight: float = 0.7,
         prior_strength: float = 8.0,
+        gate: bool = True,
+        gate_temperature: float = 0.05,
+        gate_decay: float = 0.95,
+        explore_untried: float = 0.0,
         **kw: Any,
     ) -> None:
         for name, value in dict(k_intra=k_intra, k_cross=k_cross, cross_refresh_every=cross_refresh_every,
@@ -73,7 +79,10 @@ class EnvSchedScheduler(Scheduler):
         for name, value in dict(penalty=penalty, jitter=jitter, prior_strength=prior_strength).items():
             check_number(name, value, 0.0)
         check_number("coverage_halflife", coverage_halflife, 0.0, low_open=True)
-        for name, value in dict(cross_edges=cross_edges, use_gnn=use_gnn, calibrate=calibrate).items():
+        check_number("gate_temperature", gate_temperature, 0.0, low_open=True)
+        check_number("gate_decay", gate_decay, 0.0, 1.0)
+        check_number("explore_untried", explore_untried, 0.0)
+        for name, value in dict(cross_edges=cross_edges, use_gnn=use_gnn, calibrate=calibrate, gate=gate).items():
             check_bool(name, value)
         super().__init__(specs, seed=seed, **kw)
         self.cross_edges, self.cross_weight, self.cross_refresh_every = cross_edges, cross_weight, cross_refresh_every
@@ -101,6 +110,16 @@ class EnvSchedScheduler(Scheduler):
         self.prior_strength = prior_strength
         self._gnn_correction: np.ndarray | None = None  # large graphs: GNN logit corrections, refreshed locally
         self._last_nodes = np.zeros(0, dtype=np.int64)
+        # relation gating: closed-form candidates, from no relation to both, each scored on held-back groups
+        self.gate, self.gate_temperature, self.gate_decay = gate, gate_temperature, gate_decay
+        self.explore_untried = explore_untried
+        self.relations = (("none", "intra", "cross") if cross_edges else ("none", "intra")) if gate else \
+            (("cross",) if cross_edges else ("intra",))
+        self.gate_err = {r: 0.0 for r in self.relations}  # EMA squared error on held-back groups
+        self.ppr_intra: IncrementalPPR | None = None
+        if gate and cross_edges:  # intra-only propagation next to the mixed one; intra edges never change
+            self.ppr_intra = IncrementalPPR(RowNormalizedGraph(self.graph, 0.0), ppr_alpha, ppr_iters)
+            self.ppr_intra.reset(2 * self.history.ema_std.astype(np.float64), self.history.observed)
         self._rebuild_edges()
         self.err = {"ppr": 0.0, "gnn": 0.0}  # EMA squared error on held-back groups
         # per environment: (count, sum of informativeness) over first observations
@@ -159,12 +178,41 @@ class EnvSchedScheduler(Scheduler):
         return self._cached("ppr", self._closed_form)
 
     def _closed_form(self) -> np.ndarray:
-        ppr = self.ppr.estimate(self._prior())
+        w = self.relation_weights()
+        cands = self._candidates()
+        ppr = sum(w[r] * cands[i] for i, r in enumerate(self.relations) if w[r] > 0).astype(np.float32)
+        return self._with_own_outcome(ppr, slice(None))
+
+    def _with_own_outcome(self, ppr: np.ndarray, nodes) -> np.ndarray:
+        """For tried tasks, blend the propagated value with the calibrated own last outcome."""
         if self.calibration is None:
             return ppr
         h = self.history
-        own = self.calibration.lookup(h.last_mean, h.last_std, ppr)
-        return np.where(h.observed, self.own_weight * own + (1 - self.own_weight) * ppr, ppr).astype(np.float32)
+        own = self.calibration.lookup(h.last_mean[nodes], h.last_std[nodes], ppr)
+        return np.where(h.observed[nodes], self.own_weight * own + (1 - self.own_weight) * ppr, ppr).astype(np.float32)
+
+    def _candidates(self) -> np.ndarray:
+        """float32[R, N]: the propagated value with each relation set of `self.relations`: "none"
+        (the environment prior alone), "intra" (PPR over intra edges), "cross" (PPR over both)."""
+        def compute() -> np.ndarray:
+            prior = self._prior()
+            out = {"none": lambda: prior.astype(np.float32),
+                   "intra": lambda: (self.ppr_intra or self.ppr).estimate(prior),
+                   "cross": lambda: self.ppr.estimate(prior)}
+            return np.stack([out[r]() for r in self.relations])
+        return self._cached("candidates", compute)
+
+    def relation_weights(self) -> dict[str, float]:
+        """Weight of each relation set in the closed form, earned on held-back groups: a softmax of
+        minus each candidate's relative excess error over the best (10% worse -> e^-2 as much at the
+        default temperature). Until `gnn_min_observations` groups were scored, the full graph."""
+        if len(self.relations) == 1 or self.evaluated < self.gnn_min_observations:
+            return {r: float(r == self.relations[-1]) for r in self.relations}
+        e = np.array([self.gate_err[r] for r in self.relations])
+        z = -(e / max(float(e.min()), 1e-12) - 1.0) / self.gate_temperature
+        w = np.exp(z - z.max())
+        w /= w.sum()
+        return {r: float(x) for r, x in zip(self.relations, w)}
 
     def predict_gnn(self) -> np.ndarray:
         return self._cached("gnn", self._gnn_refresh)
@@ -237,13 +285,37 @@ class EnvSchedScheduler(Scheduler):
         bonus = self.coverage_bonus()
         noise = self.jitter * self.rng.random(self.num_tasks)
         learnable = (pred >= 0.05) | ~self.history.observed
+        if self.explore_untried > 0:
+            noise = noise + self._posterior_draw(pred)
         return {"priority": pred + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus}
+
+    def _posterior_draw(self, pred: np.ndarray) -> np.ndarray:
+        """Experimental (`explore_untried`, off by default): Thompson-style exploration of never-tried
+        tasks. Each one's prediction is read as the mean of a Beta posterior whose strength is the
+        evidence propagation brought it (one group's worth at most); the draw's deviation from
+        that mean, times `explore_untried`, is added to its priority, so classes little is known
+        about get tried by chance rather than in prediction order."""
+        untried = np.flatnonzero(~self.history.observed)
+        out = np.zeros(self.num_tasks)
+        if untried.size:
+            den = np.maximum(self.ppr.f[untried, 1], 0.0)
+            k = 8.0 * den / (den + 0.05)  # pseudo-rollouts of evidence
+            p = np.clip(pred[untried].astype(np.float64), 0.0, 1.0)
+            a, b = 1.0 + k * p, 1.0 + k * (1.0 - p)
+            out[untried] = self.explore_untried * (self.rng.beta(a, b) - a / (a + b))
+        return out
 
     # -- learning ----------------------------------------------------------------------------
     def _observe(self, groups) -> None:
         nodes, _, std, _ = group_stats(groups)
         y = np.minimum(1.0, 2 * std).astype(np.float32)
         first = self.history.count[nodes] == 0
+        d = self.gate_decay if self.evaluated else 0.0
+        if len(self.relations) > 1 and first.any():
+            # every relation set's prediction for the never-tried tasks among these groups, made
+            # before they were seen: where relations decide (a tried task has its own outcome)
+            for r, c in zip(self.relations, self._candidates()[:, nodes[first]]):
+                self.gate_err[r] = d * self.gate_err[r] + (1 - d) * float(np.mean((c - y[first]) ** 2))
         if self.calibration is not None and (~first).any():
             seen = nodes[~first]
             self.calibration.observe(self.history.last_mean[seen], self.history.last_std[seen], y[~first])
@@ -268,6 +340,8 @@ class EnvSchedScheduler(Scheduler):
         h = self.history
         self._sibling_last[self.graph.relation(INTRA).neighbour_ids(nodes)] = h.step
         self.ppr.update(nodes, 2 * h.ema_std[nodes].astype(np.float64), h.observed[nodes])
+        if self.ppr_intra is not None:
+            self.ppr_intra.update(nodes, 2 * h.ema_std[nodes].astype(np.float64), h.observed[nodes])
         changed = self._refresh_due()
         if changed is not None:
             self.graph.refresh_cross(self.history, changed)
@@ -291,6 +365,7 @@ class EnvSchedScheduler(Scheduler):
     def _extra_state(self) -> dict:
         return {
             "err": dict(self.err),
+            "gate_err": dict(self.gate_err),
             "first_seen": self.first_seen.copy(),
             "calibration": None if self.calibration is None else self.calibration.state_dict(),
             "evaluated": self.evaluated,
@@ -304,6 +379,7 @@ class EnvSchedScheduler(Scheduler):
 
     def _load_extra_state(self, state: dict) -> None:
         self.err, self.evaluated = dict(state["err"]), int(state["evaluated"])
+        self.gate_err.update({r: float(v) for r, v in state.get("gate_err", {}).items() if r in self.gate_err})
         self.first_seen = np.asarray(state["first_seen"], dtype=np.float64).reshape(2, self.num_envs).copy()
         if self.calibration is not None:
             self.calibration.load_state_dict(state["calibration"])
@@ -315,6 +391,8 @@ class EnvSchedScheduler(Scheduler):
             self.gnn.load_state_dict(state["gnn"])
         h = self.history
         self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)  # PPR state is a function of history
+        if self.ppr_intra is not None:
+            self.ppr_intra.reset(2 * h.ema_std.astype(np.float64), h.observed)
         self._recompute_sibling_last()
         correction = state.get("gnn_correction")
         self._gnn_correction = None if correction is None else np.asarray(correction, dtype=np.float32).copy()

@@ -1,0 +1,198 @@
+"""Schedulers over a family of drawn simulated worlds, plus the three named worlds as fixed points.
+
+    python -m benchmarks.world_family                 # 24 drawn worlds x 3 seeds x 120 steps, + named worlds
+    python -m benchmarks.world_family --quick         # 8 worlds x 2 seeds x 60 steps, no named worlds
+    python -m benchmarks.world_family --workers 2 --json out.json --per-world
+
+Per world, every scheduler's seed-averaged held-out curve is compared with uniform's: `steps` is
+the (linearly interpolated) first step at which it reaches uniform's final score, `ratio` =
+horizon / steps, and `share` = (horizon - steps) / (horizon - oracle's steps) is the part of the
+oracle's saving it realises (the oracle greedily takes the tasks with the largest true
+p(1 - p); no scheduler can see that). The family table gives, per scheduler, the median and
+quartiles of both over the drawn worlds; `below_best` counts the worlds on which envsched (or an
+ablation) needs more steps than the best baseline (mopps, plr, greso, sec on that world) by more
+than twice the seed noise of the paired per-seed difference, and `worst_gap` is the largest ratio
+deficit to that baseline. `ms/step` is the scheduler's select + update time, `x uniform` the
+ratio to random's in the same run. A never-reached target counts as 2 x horizon steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+import numpy as np
+
+from envsched_lightning.simulation import make_world, run_oracle, run_scheduler
+from envsched_lightning.simulation.family import describe, make_world_family, named_worlds
+from envsched_lightning.simulation.report import format_table
+from envsched_lightning.threads import set_torch_threads
+
+BASELINES = ("mopps", "plr", "greso", "sec")
+# label -> (scheduler name, options); "oracle" is the reference ceiling
+PLAN: dict[str, tuple[str, dict]] = {
+    "random": ("random", {}),
+    **{b: (b, {}) for b in BASELINES},
+    "envsched": ("envsched", {}),
+    "envsched use_gnn=true": ("envsched", {"use_gnn": True}),
+    "envsched cross_edges=false": ("envsched", {"cross_edges": False}),
+    "envsched coverage=0": ("envsched", {"coverage": 0.0}),
+    "envsched gate=false": ("envsched", {"gate": False}),
+    "envsched explore_untried=0.5": ("envsched", {"explore_untried": 0.5}),
+    "oracle": ("oracle", {}),
+}
+
+
+@functools.lru_cache(maxsize=4)
+def _world(key: str):
+    return make_world(_CONFIGS[key])
+
+
+_CONFIGS: dict = {}
+
+
+def _init(configs: dict) -> None:
+    _CONFIGS.update(configs)
+    set_torch_threads(1)
+
+
+def _job(args: tuple) -> tuple:
+    key, label, seed, steps = args
+    name, opts = PLAN[label]
+    w = _world(key)
+    res = run_oracle(w, seed, steps) if name == "oracle" else run_scheduler(w, name, seed, steps, label=label, **opts)
+    return key, label, seed, res.scores, 1000 * float(np.mean(res.sched_seconds))
+
+
+def steps_to(curve: np.ndarray, target: float, horizon: int) -> float:
+    """Interpolated first step at which `curve` reaches `target`; 2 x horizon if never."""
+    hit = np.flatnonzero(curve >= target)
+    if not hit.size:
+        return 2.0 * horizon
+    k = int(hit[0])
+    if k == 0:
+        return 0.0
+    lo, hi = curve[k - 1], curve[k]
+    return k - 1 + float((target - lo) / max(hi - lo, 1e-12))
+
+
+def world_rows(scores: dict[str, dict[int, list[float]]], horizon: int) -> dict[str, dict]:
+    """Per label: steps, ratio, share of the oracle's saving, per-seed steps (one world)."""
+    uniform = scores["random"]
+    target = float(np.mean([s[horizon] for s in uniform.values()]))
+    out = {}
+    for label, per_seed in scores.items():
+        curve = np.mean([per_seed[s] for s in sorted(per_seed)], 0)
+        st = steps_to(curve, target, horizon)
+        seeds = {s: steps_to(np.asarray(per_seed[s]), uniform[s][horizon], horizon) for s in per_seed if s in uniform}
+        out[label] = {"steps": st, "ratio": horizon / max(st, 1e-9), "seed_steps": seeds,
+                      "final": float(curve[horizon])}
+    oracle = out.get("oracle", {"steps": 0.0})["steps"]
+    for row in out.values():
+        row["share"] = max(-1.0, (horizon - row["steps"]) / max(horizon - oracle, 1e-9))
+    return out
+
+
+def below_best(rows: dict[str, dict], label: str) -> tuple[bool, float]:
+    """(needs more steps than the world's best baseline beyond 2 x paired seed noise, ratio gap)."""
+    present = [b for b in BASELINES if b in rows]
+    if not present or label not in rows:
+        return False, 0.0
+    best = min(present, key=lambda b: rows[b]["steps"])
+    mine, theirs = rows[label]["seed_steps"], rows[best]["seed_steps"]
+    d = np.array([mine[s] - theirs[s] for s in mine if s in theirs])
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+    gap = rows[label]["steps"] - rows[best]["steps"]
+    return bool(gap > 0 and gap > 2 * se), rows[best]["ratio"] - rows[label]["ratio"]
+
+
+def family_table(per_world: dict[str, dict[str, dict]], ms: dict[str, float]) -> list[dict]:
+    labels = list(next(iter(per_world.values())))
+    table = []
+    for label in labels:
+        ratio = np.array([w[label]["ratio"] for w in per_world.values()])
+        share = np.array([w[label]["share"] for w in per_world.values()])
+        row = {"scheduler": label, "ratio_median": float(np.median(ratio)),
+               "ratio_q25": float(np.quantile(ratio, 0.25)), "ratio_q75": float(np.quantile(ratio, 0.75)),
+               "ratio_min": float(ratio.min()), "share_median": float(np.median(share)),
+               "share_q25": float(np.quantile(share, 0.25)), "share_q75": float(np.quantile(share, 0.75))}
+        if label.startswith("envsched"):
+            flags = [below_best(w, label) for w in per_world.values()]
+            row["below_best"] = f"{sum(f for f, _ in flags)}/{len(flags)}"
+            row["worst_gap"] = max(g for _, g in flags)
+        else:
+            row["below_best"], row["worst_gap"] = "-", "-"
+        row["ms/step"] = ms.get(label, 0.0)
+        row["x uniform"] = ms.get(label, 0.0) / max(ms.get("random", 1e-9), 1e-9)
+        table.append(row)
+    return table
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--worlds", type=int, default=24)
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=120)
+    p.add_argument("--family-seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="8 worlds x 2 seeds x 60 steps, no named worlds")
+    p.add_argument("--no-named", action="store_true", help="skip the three named worlds")
+    p.add_argument("--labels", nargs="*", default=None, help=f"subset of {list(PLAN)}")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--per-world", action="store_true", help="also print one row per world")
+    p.add_argument("--json", type=Path, default=None)
+    a = p.parse_args(argv)
+    if a.quick:
+        a.worlds, a.seeds, a.steps, a.no_named = 8, 2, 60, True
+    labels = a.labels or list(PLAN)
+    labels = ["random"] + [x for x in labels if x != "random"]
+    configs = {f"w{i:02d}": c for i, c in enumerate(make_world_family(a.worlds, a.family_seed))}
+    named = {} if a.no_named else named_worlds()
+    configs.update(named)
+    jobs = [(k, label, s, a.steps) for k in configs for label in labels for s in range(a.seeds)]
+    print(f"{len(configs)} worlds ({a.worlds} drawn, family seed {a.family_seed}) x {len(labels)} schedulers x "
+          f"{a.seeds} seeds x {a.steps} steps = {len(jobs)} runs, {a.workers} workers", flush=True)
+    t0 = time.perf_counter()
+    scores: dict[str, dict[str, dict[int, list[float]]]] = {k: {x: {} for x in labels} for k in configs}
+    ms: dict[str, list[float]] = {x: [] for x in labels}
+    if a.workers > 1:
+        with mp.get_context("fork").Pool(a.workers, initializer=_init, initargs=(configs,)) as pool:
+            results = list(pool.imap(_job, jobs, chunksize=1))
+    else:
+        _init(configs)
+        results = [_job(j) for j in jobs]
+    for key, label, seed, sc, t in results:
+        scores[key][label][seed] = sc
+        ms[label].append(t)
+    wall = time.perf_counter() - t0
+    rows = {k: world_rows(v, a.steps) for k, v in scores.items()}
+    mean_ms = {x: float(np.mean(v)) for x, v in ms.items()}
+    drawn = {k: v for k, v in rows.items() if k not in named}
+    out = {"family": family_table(drawn, mean_ms) if drawn else [], "wall_s": wall}
+    if drawn:
+        print(format_table(out["family"], f"Family of {len(drawn)} drawn worlds ({a.seeds} seeds, {a.steps} steps)"))
+    if named:
+        out["named"] = [{"world": k, **{x: rows[k][x]["ratio"] for x in labels}} for k in named]
+        print()
+        print(format_table(out["named"], "Named worlds: ratio (horizon / steps to uniform's final score)"))
+    if a.per_world:
+        out["per_world"] = [{"world": k, "tasks": len(_world_size(configs[k])), **{x: rows[k][x]["ratio"] for x in labels},
+                             "knobs": describe(configs[k])} for k in drawn]
+        print()
+        print(format_table(out["per_world"], "Per drawn world: ratio"))
+    print(f"\nwall time {wall:.0f} s")
+    if a.json:
+        a.json.write_text(json.dumps({**out, "rows": {k: {x: {kk: vv for kk, vv in r.items() if kk != "seed_steps"}
+                                                           for x, r in v.items()} for k, v in rows.items()}}, indent=1))
+    return out
+
+
+def _world_size(cfg) -> list:
+    return make_world(cfg).specs
+
+
+if __name__ == "__main__":
+    main()
