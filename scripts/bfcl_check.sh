@@ -24,22 +24,9 @@
 #
 # Usage: bash scripts/bfcl_check.sh [pytest args]   (from anywhere; prints wall time and environment size)
 #        e.g. bash scripts/bfcl_check.sh -k single_turn -s    (-s shows the per-category agreement table)
-set -euo pipefail
+source "$(dirname "$0")/side_venv.sh" BFCL .venv-bfcl
 
-cd "$(dirname "$0")/.."
-VENV=${BFCL_VENV:-.venv-bfcl}
-PYTHON=${PYTHON:-python3}
-TORCH=torch==2.13.0
-export TMPDIR=${TMPDIR:-$PWD/.tmp}
-export WANDB_MODE=offline OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-mkdir -p "$TMPDIR"
-start=$(date +%s)
-
-if [[ "${BFCL_VENV_FRESH:-0}" == 1 ]]; then rm -rf "$VENV"; fi
-if [[ ! -f "$VENV/.installed" ]]; then
-    test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q "$TORCH"
+if [[ "$NEEDS_INSTALL" == 1 ]]; then
     "$VENV/bin/pip" install -q --no-deps "bfcl-eval==2026.3.23"
     "$VENV/bin/pip" install -q "$TORCH" "torch-geometric>=2.6" "numpy>=1.26" "pytest>=8" \
         overrides tenacity requests filelock pandas "datamodel-code-generator==0.25.7" \
@@ -54,13 +41,7 @@ from bfcl_eval.eval_checker.eval_runner import _evaluate_single_ast_entry
 from bfcl_eval.model_handler.local_inference.qwen_fc import QwenFCHandler
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 import envsched_lightning.envs.bfcl"
-    touch "$VENV/.installed"
+    side_venv_installed
 fi
-installed=$(date +%s)
 
-# -p no:cacheprovider keeps the run from writing .pytest_cache next to the default suite's.
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" tests_bfcl "$@"
-end=$(date +%s)
-
-echo "bfcl_check: install $((installed - start)) s, tests $((end - installed)) s, total $((end - start)) s"
-echo "bfcl_check: $(du -sh "$VENV" | cut -f1) in $VENV"
+side_venv_tests tests_bfcl "$@"

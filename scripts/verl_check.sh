@@ -19,36 +19,15 @@
 # `pip check` then must report nothing but this project's own requirements (left out on purpose).
 #
 # Usage: bash scripts/verl_check.sh            (from anywhere; prints wall time and environment size)
-set -euo pipefail
+source "$(dirname "$0")/side_venv.sh" VERL .venv-verl
 
-cd "$(dirname "$0")/.."
-VENV=${VERL_VENV:-.venv-verl}
-PYTHON=${PYTHON:-python3}
-TORCH=torch==2.13.0
-export TMPDIR=${TMPDIR:-$PWD/.tmp}
-export WANDB_MODE=offline OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-mkdir -p "$TMPDIR"
-start=$(date +%s)
-
-if [[ "${VERL_VENV_FRESH:-0}" == 1 ]]; then rm -rf "$VENV"; fi
-if [[ ! -f "$VENV/.installed" ]]; then
-    test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q "$TORCH"
+if [[ "$NEEDS_INSTALL" == 1 ]]; then
     "$VENV/bin/pip" install -q -c scripts/verl_constraints.txt "verl==0.9.1" cachetools fastapi uvicorn \
         "torch-geometric>=2.6" "pytest>=8" "$TORCH"
     "$VENV/bin/pip" install -q --no-deps -e .
-    touch "$VENV/.installed"
+    side_venv_installed
 fi
-
-# verl's pins hold: anything pip check reports besides this project's own requirements fails the check
 broken=$("$VENV/bin/pip" check 2>/dev/null | grep -v -e '^envsched-lightning ' -e '^No broken requirements' || true)
 if [[ -n "$broken" ]]; then echo "verl_check: broken requirements in $VENV:"; echo "$broken"; exit 1; fi
-installed=$(date +%s)
 
-# -p no:cacheprovider keeps the run from writing .pytest_cache next to the default suite's.
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" tests_verl
-end=$(date +%s)
-
-echo "verl_check: install $((installed - start)) s, tests $((end - installed)) s, total $((end - start)) s"
-echo "verl_check: $(du -sh "$VENV" | cut -f1) in $VENV"
+side_venv_tests tests_verl "$@"
