@@ -1,13 +1,17 @@
 """tau-bench retail and airline as single-instruction environments over the shipped JSON databases.
 
-Reward as tau-bench's `calculate_reward`: 1 only if (a) the hash of the episode's database equals
-the hash after replaying the task's ground-truth `actions` on a fresh copy, and (b) every required
-`outputs` string appears (case-insensitive, commas removed) in the agent's final answer.
+Reward as tau-bench's `Env.calculate_reward`: 1 only if (a) the official hash of the episode's
+database equals the hash after replaying the task's ground-truth `actions` on a fresh copy, and (b)
+every required `outputs` string appears (lowercased; the answer lowercased with commas removed) in
+what the agent said to the user. The tools reproduce the official tools' state changes and output
+strings, quirks included (`backends/tau_*.py`); `rules="training"` (opt-in, never for reported
+scores) fixes the few official rules that would teach a falsehood.
 
 Difference from tau-bench: there is no LLM user simulator. The task's `instruction` is written as the
 user's one message, holding everything the agent needs; the episode ends when the agent answers
-without a tool call (or calls `transfer_to_human_agents`). Our tasks ship in `tau_tasks/*.jsonl`,
-made by `tau_tasks/generate.py`; the upstream tasks were not part of the data.
+without a tool call. As upstream, `transfer_to_human_agents` ends the episode: later calls are not
+run and the answer after it is not a reply to the user. Our tasks ship in `tau_tasks/*.jsonl`, made
+by `tau_tasks/generate.py`; the upstream tasks were not part of the data.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from envsched_lightning.envs.backends.tau_airline import AirlineTools
-from envsched_lightning.envs.backends.tau_common import SharedDatabase, TauDomain
+from envsched_lightning.envs.backends.tau_common import SharedDatabase, TauDomain, check_rules
 from envsched_lightning.envs.backends.tau_retail import RetailTools
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.bfcl import pattern_features, read_jsonl, resolve_data_dir
@@ -29,6 +33,7 @@ from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 
 DOMAINS: dict[str, type[TauDomain]] = {"retail": RetailTools, "airline": AirlineTools}
+TERMINATE = "transfer_to_human_agents"
 READ_ONLY = frozenset({
     "find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details", "get_order_details", "get_product_details",
     "list_all_product_types", "get_reservation_details", "list_all_airports", "search_direct_flight",
@@ -58,32 +63,60 @@ def outputs_found(outputs: Sequence[str], answer: str) -> list[str]:
     return [o for o in outputs if o.lower() not in text]
 
 
+def failed(observation: str | None) -> bool:
+    """Whether an observation reports a refused call (tool error or unknown tool) or an aborted run."""
+    return observation is None or observation.startswith(("Error:", "Unknown action "))
+
+
 class TauEpisode(Episode):
     def __init__(self, tools: TauDomain, task: Mapping[str, Any], expected_hash: str) -> None:
         self.tools, self._task, self._expected_hash = tools, task, expected_hash
         self.calls: list[ToolCall] = []
+        self.transferred = False  # upstream ends the episode at transfer_to_human_agents
+        self.aborted = False  # upstream's run raised (a tool returned None): scored 0
 
     def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         results = []
         for call in calls:
+            if self.transferred or self.aborted:
+                why = "the conversation is over (transferred to a human agent or aborted); no further actions are run"
+                results.append(ToolResult(call.name, f"Error: {why}", why))
+                continue
             self.calls.append(call)
             out = self.tools.execute(call.name, call.arguments)
-            results.append(ToolResult(call.name, out, out if out.startswith("Error:") else None))
+            if out is None:
+                self.aborted = True
+                why = f"{call.name} returned nothing; the official environment raises here and scores the episode 0"
+                results.append(ToolResult(call.name, f"Error: {why}", why))
+                continue
+            results.append(ToolResult(call.name, out, out if failed(out) else None))
+            self.transferred = call.name == TERMINATE
         return results
 
     def verify(self, final_answer: str) -> Verdict:
+        if self.aborted:
+            return Verdict(0.0, "aborted: the official environment raises on this episode")
         if self.tools.hash() != self._expected_hash:
             return Verdict(0.0, "database differs from the ground-truth replay")
-        missing = outputs_found(self._task.get("outputs", []), final_answer)
+        said = "" if self.transferred else final_answer  # after a transfer the agent says nothing more to the user
+        missing = outputs_found(self._task.get("outputs", []), said)
         return Verdict(0.0, f"answer lacks required outputs {missing}") if missing else Verdict(1.0, "ok")
 
 
 class TauEnvironment(Environment):
-    """One tau-bench domain; `tasks_path` overrides the shipped task file."""
+    """One tau-bench domain; `tasks_path` overrides the shipped task file.
 
-    def __init__(self, domain: str = "retail", data_dir: str | os.PathLike[str] | None = None, tasks_path: str | None = None) -> None:
+    `rules`: "official" (default; what reported scores use) reproduces the official tools exactly;
+    "training" changes the airline rules listed in `backends/tau_airline.py` (docs/benchmarks.md).
+    """
+
+    def __init__(
+        self, domain: str = "retail", data_dir: str | os.PathLike[str] | None = None, tasks_path: str | None = None,
+        rules: str = "official",
+    ) -> None:  # fmt: skip
         if domain not in DOMAINS:
             raise ValueError(f"unknown tau-bench domain {domain!r}; valid: {', '.join(DOMAINS)}")
+        self.rules = check_rules(rules)
         self.domain, self.name = domain, f"tau_{domain}"
         self.data_dir = resolve_data_dir(self.name, data_dir, "tau_bench") / domain / "data"
         self.tasks_path = tasks_path
@@ -101,7 +134,7 @@ class TauEnvironment(Environment):
         return SharedDatabase(tables)
 
     def fresh_tools(self) -> TauDomain:
-        return DOMAINS[self.domain](self.database)
+        return DOMAINS[self.domain](self.database, self.rules)
 
     @cached_property
     def raw_tasks(self) -> list[dict[str, Any]]:
@@ -116,10 +149,12 @@ class TauEnvironment(Environment):
         if raw["task_id"] not in cache:
             tools = self.fresh_tools()
             for i, action in enumerate(raw["actions"]):
+                if action["name"] == TERMINATE:  # upstream skips terminating actions in the replay
+                    continue
                 out = tools.execute(action["name"], action["kwargs"])
-                if isinstance(out, str) and out.startswith("Error:"):  # the ground truth itself must run
+                if failed(out):  # the ground truth itself must run (upstream would replay it anyway)
                     raise ValueError(f"tau_{self.domain} task {raw['task_id']!r}: ground-truth action {i} "
-                                     f"({action['name']}) fails: {out[len('Error: '):][:160]}")  # fmt: skip
+                                     f"({action['name']}) fails: {str(out).removeprefix('Error: ')[:160]}")  # fmt: skip
             cache[raw["task_id"]] = tools.hash()
         return cache[raw["task_id"]]
 

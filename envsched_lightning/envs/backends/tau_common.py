@@ -1,9 +1,19 @@
-"""Shared machinery for our tau-bench tools: `@tool` schemas from signatures, safe `calculate`, DB hashing.
+"""Shared machinery for our tau-bench tools: schemas, the official call convention, `calculate`, DB hashing.
 
-tau-bench's tool code was not shipped, so each domain re-implements its tools (named as upstream)
-over the shipped JSON databases. Tools return strings, as upstream: JSON for records, ``"Error: ..."``
-for refused actions, so the model reads the same kind of text. The database hash is a SHA-256 of the
-canonical JSON (record by record), the quantity tau-bench's reward compares after replaying the ground-truth actions.
+Our tools are written from tau-bench's tool code (sierra-research/tau-bench, `tau_bench/envs/*/tools/`)
+and reproduce what the model sees there, byte for byte: each tool returns the official string (JSON of
+the record, or ``"Error: ..."``), and `TauDomain.execute` follows the official `Env.step`: an unknown
+tool gives ``"Unknown action <name>"`` (no "Error:" prefix), any exception a tool raises becomes
+``f"Error: {exception}"``, and bad keyword arguments give the `TypeError` text Python gives for the
+official `<ToolClass>.invoke(data, ...)` signature. Official quirks are named where they happen.
+
+`rules="training"` (opt-in, never for reported scores) changes the few official rules that would
+teach a model something false about the world; see `tau_airline.py` and docs/benchmarks.md.
+
+The reward compares database hashes. Official hash: `sha256(str(to_hashable(data)))`, where dicts
+become key-sorted tuples of pairs and lists tuples, so `1` and `1.0` differ and dict key order does
+not matter. We hash record by record with the same `str(to_hashable(record))` per record, which gives
+equal hashes for exactly the databases the official hash calls equal, without re-hashing megabytes.
 """
 
 from __future__ import annotations
@@ -12,17 +22,22 @@ import ast
 import copy
 import hashlib
 import inspect
-import json
 import operator
 import typing
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any, ClassVar
 
+RULES = ("official", "training")
+
+
+def check_rules(rules: str) -> str:
+    if rules not in RULES:
+        raise ValueError(f"rules must be one of {', '.join(map(repr, RULES))}, got {rules!r}")
+    return rules
+
+
+# ---------------------------------------------------------------- schemas
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
-
-
-class ToolError(Exception):
-    """A refused action; rendered as ``Error: <message>`` and leaves the database unchanged."""
 
 
 def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -33,9 +48,14 @@ def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _json_type(hint: Any) -> dict[str, Any]:
     origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        return {"type": "string", "enum": list(typing.get_args(hint))}
     if origin is list:
         (item,) = typing.get_args(hint) or (str,)
         return {"type": "array", "items": _json_type(item)}
+    if typing.is_typeddict(hint):  # a list item with named fields, as the official item schemas
+        fields = typing.get_type_hints(hint)
+        return {"type": "object", "properties": {k: _json_type(v) for k, v in fields.items()}, "required": list(fields)}
     if origin is dict or hint is dict:
         return {"type": "object"}
     return {"type": _JSON_TYPES.get(hint, "string")}
@@ -51,37 +71,110 @@ def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
             "parameters": {"type": "object", "properties": properties, "required": required}}}  # fmt: skip
 
 
-_OPS: dict[type, Callable[..., Any]] = {
+def _quoted(names: list[str]) -> str:
+    q = [f"'{n}'" for n in names]
+    return q[0] if len(q) == 1 else f"{q[0]} and {q[1]}" if len(q) == 2 else f"{', '.join(q[:-1])}, and {q[-1]}"
+
+
+def call_error(domain: str, name: str, params: list[str], kwargs: Mapping[str, Any]) -> str | None:
+    """Python's TypeError text for `<Class>.invoke(data=..., **kwargs)`, as the official tools raise it."""
+    cls = "".join(part.capitalize() for part in name.split("_"))
+    if "data" in kwargs:  # raised at the call site, so CPython names the module too
+        return f"tau_bench.envs.{domain}.tools.{name}.{cls}.invoke() got multiple values for keyword argument 'data'"
+    unexpected = [k for k in kwargs if k not in params]
+    if unexpected:
+        return f"{cls}.invoke() got an unexpected keyword argument '{unexpected[0]}'"
+    missing = [p for p in params if p not in kwargs]
+    if missing:
+        plural = "argument" if len(missing) == 1 else "arguments"
+        return f"{cls}.invoke() missing {len(missing)} required positional {plural}: {_quoted(missing)}"
+    return None
+
+
+# ---------------------------------------------------------------- calculate
+CALC_CHARS = "0123456789+-*/(). "
+MAX_INT_BITS = 4_000_000  # larger intermediate integers are refused (the official eval could run for hours)
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.USub: operator.neg, ast.UAdd: operator.pos,
+    ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow,
 }  # fmt: skip
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
-MAX_EXPRESSION_CHARS = 1_000
+def _too_big(op: type, a: Any, b: Any) -> bool:
+    if not (type(a) is int and type(b) is int):
+        return False
+    if op is ast.Pow:
+        return b > 0 and abs(a) > 1 and b * abs(a).bit_length() > MAX_INT_BITS
+    return op is ast.Mult and a.bit_length() + b.bit_length() > MAX_INT_BITS
 
 
-def safe_arithmetic(expression: str) -> float:
-    """Evaluate + - * / and parentheses over numbers by walking the AST; anything else is refused."""
+def _evaluate(expression: str) -> Any:
+    """The value Python's `eval` gives for an expression of CALC_CHARS, without running eval.
 
-    def walk(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](walk(node.operand))
-        raise ToolError("invalid characters in expression")
+    Such an expression can only parse to number constants, `...`, `()`, + - * / // ** and calls
+    (``1(2)``); each is evaluated as Python would, so results and error texts match. Iterative, so
+    nesting as deep as the parser accepts works.
+    """
+    if not isinstance(expression, str):
+        raise TypeError("eval() arg 1 must be a string, bytes or code object")
+    try:  # eval strips leading spaces and tabs, and compiles under the file name "<string>"
+        tree = ast.parse(expression.lstrip(" \t"), filename="<string>", mode="eval").body
+    except RecursionError:
+        raise RecursionError("maximum recursion depth exceeded during compilation") from None
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    values: list[Any] = []
+    while stack:
+        node, ready = stack.pop()
+        children = ([node.left, node.right] if isinstance(node, ast.BinOp) else [node.operand] if isinstance(node, ast.UnaryOp)
+                    else [node.func, *node.args] if isinstance(node, ast.Call) else [])  # fmt: skip
+        if not ready and children:
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(children))
+            continue
+        if isinstance(node, ast.Constant):
+            values.append(node.value)
+        elif isinstance(node, ast.Tuple) and not node.elts:
+            values.append(())
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            right, left = values.pop(), values.pop()
+            if _too_big(type(node.op), left, right):
+                raise OverflowError("integer result too large to evaluate")
+            values.append(_BINOPS[type(node.op)](left, right))
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            values.append(_UNARY[type(node.op)](values.pop()))
+        elif isinstance(node, ast.Call) and not node.keywords:
+            del values[len(values) - len(node.args) :]
+            raise TypeError(f"'{type(values.pop()).__name__}' object is not callable")
+        else:  # unreachable for CALC_CHARS input; refuse rather than guess
+            raise ValueError(f"unsupported expression element {type(node).__name__}")
+    return values.pop()
 
-    if not isinstance(expression, str) or len(expression) > MAX_EXPRESSION_CHARS:
-        raise ToolError(f"expression must be a string of at most {MAX_EXPRESSION_CHARS} characters")
+
+def calculate(expression: Any) -> str:
+    """Official `calculate`: a character whitelist, then ``str(round(float(value), 2))`` (so "4" -> "4.0")."""
+    if not all(char in CALC_CHARS for char in expression):  # `in` a str: "12" passes as a substring, as upstream
+        return "Error: invalid characters in expression"
     try:
-        return walk(ast.parse(expression, mode="eval").body)
-    except (SyntaxError, ZeroDivisionError, RecursionError, OverflowError, MemoryError, ValueError) as exc:
-        raise ToolError(f"cannot calculate {expression!r}: {exc}") from None
+        return str(round(float(_evaluate(expression)), 2))
+    except Exception as exc:  # noqa: BLE001 - the official tool reports every failure as text
+        return f"Error: {exc}"
+
+
+# ---------------------------------------------------------------- database
+def to_hashable(item: Any) -> Any:
+    """The official hash's normal form: dicts -> key-sorted tuples of pairs, lists -> tuples."""
+    if isinstance(item, dict):
+        return tuple((key, to_hashable(value)) for key, value in sorted(item.items()))
+    if isinstance(item, list):
+        return tuple(to_hashable(element) for element in item)
+    if isinstance(item, set):
+        return tuple(sorted(to_hashable(element) for element in item))
+    return item
 
 
 def _digest(record: Any) -> str:
-    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(str(to_hashable(record)).encode()).hexdigest()
 
 
 class Overlay(MutableMapping[str, Any]):
@@ -89,6 +182,7 @@ class Overlay(MutableMapping[str, Any]):
 
     Copying a multi-megabyte database per rollout costs more than the rollout; copying only the
     records a tool touches keeps episodes isolated (the shared rows are never handed out) and cheap.
+    Tools that only scan (searches, find-user) read through `peek_values` and copy nothing.
     """
 
     def __init__(self, base: Mapping[str, Any]) -> None:
@@ -103,7 +197,7 @@ class Overlay(MutableMapping[str, Any]):
         self.own[key] = value
 
     def __delitem__(self, key: str) -> None:
-        raise ToolError("records are never deleted")
+        raise KeyError(key)  # no official tool deletes a top-level record
 
     def __contains__(self, key: object) -> bool:
         return key in self.own or key in self._base
@@ -114,6 +208,13 @@ class Overlay(MutableMapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._base) + sum(k not in self._base for k in self.own)
+
+    def peek_values(self) -> Iterator[Any]:
+        """Records in table order, without copying: the caller must not mutate them."""
+        return (self.own[k] if k in self.own else self._base[k] for k in self)
+
+    def peek_items(self) -> Iterator[tuple[str, Any]]:
+        return ((k, self.own[k] if k in self.own else self._base[k]) for k in self)
 
 
 class SharedDatabase:
@@ -127,7 +228,7 @@ class SharedDatabase:
         return {t: Overlay(rows) for t, rows in self.tables.items()}
 
     def hash(self, data: Mapping[str, Overlay]) -> str:
-        """Equal to hashing the whole materialised database record by record, in key order."""
+        """Equal for two views exactly when the official whole-database hash is equal."""
         h = hashlib.sha256()
         for table in sorted(data):
             digests = {**self.digests[table], **{k: _digest(v) for k, v in data[table].own.items()}}
@@ -136,9 +237,15 @@ class SharedDatabase:
         return h.hexdigest()
 
 
+def materialize(data: Mapping[str, Overlay]) -> dict[str, dict[str, Any]]:
+    """The whole database as plain dicts (for comparisons with the official tools; slow)."""
+    return {t: dict(rows.peek_items()) for t, rows in data.items()}
+
+
 class TauDomain:
     """One domain's database plus its tools; `execute` is the only entry point from model calls."""
 
+    domain: ClassVar[str] = ""
     files: ClassVar[tuple[str, ...]] = ()  # the JSON files under <domain>/data/, each one top-level table
     _tools: ClassVar[dict[str, Callable[..., Any]]]
 
@@ -146,30 +253,36 @@ class TauDomain:
         super().__init_subclass__(**kwargs)
         cls._tools = {name: fn for klass in reversed(cls.__mro__) for name, fn in vars(klass).items() if getattr(fn, "_is_tool", False)}
 
-    def __init__(self, db: SharedDatabase) -> None:
-        self._db = db
+    def __init__(self, db: SharedDatabase, rules: str = "official") -> None:
+        self._db, self.rules = db, check_rules(rules)
         self.data = db.fresh()  # this episode's private view
+        self.training = rules == "training"
 
     @classmethod
     def tool_schemas(cls) -> list[dict[str, Any]]:
         return [tool_schema(fn) for fn in cls._tools.values()]
 
-    def execute(self, name: str, arguments: Mapping[str, Any]) -> str:
+    def execute(self, name: str, arguments: Mapping[str, Any]) -> str | None:
+        """Official `Env.step` for one tool action: the observation string the model sees.
+
+        None where the official tool returns None (a fourth `send_certificate`): upstream's
+        `EnvResponse` then fails validation, the run raises, and its harness scores the task 0.
+        """
         fn = self._tools.get(name)
         if fn is None:
-            return f"Error: unknown tool {name!r}"
+            return f"Unknown action {name}"
+        # The arguments are copied: upstream stores the caller's lists in the DB by reference, which
+        # only matters when the same task's kwargs are replayed twice in one process.
+        kwargs = copy.deepcopy(dict(arguments))
+        params = [p for p in inspect.signature(fn).parameters if p != "self"]
+        problem = call_error(self.domain, name, params, kwargs)
+        if problem is not None:
+            return f"Error: {problem}"
         try:
-            inspect.signature(fn).bind(self, **dict(arguments))
-        except TypeError as exc:
-            return f"Error: {name}: {exc}"
-        try:  # every write tool validates before it mutates, so a refused action changes nothing
-            out = fn(self, **dict(arguments))
-        except Exception as exc:  # noqa: BLE001 - a tool's failure on model input is an error result
-            return f"Error: {exc.args[0] if isinstance(exc, ToolError) else repr(exc)[:200]}"
-        try:
-            return out if isinstance(out, str) else json.dumps(out)
-        except (TypeError, ValueError, RecursionError) as exc:
-            return f"Error: {name}: result not renderable ({type(exc).__name__})"
+            out = fn(self, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - Env.step renders any exception as text
+            return f"Error: {exc}"
+        return out
 
     def hash(self) -> str:
         return self._db.hash(self.data)
@@ -177,21 +290,15 @@ class TauDomain:
     # ---- tools every domain has
     @tool
     def calculate(self, expression: str) -> str:
-        """Calculate the result of an arithmetic expression (numbers, + - * / and parentheses)."""
-        return str(round(safe_arithmetic(expression), 2))
+        """Calculate the result of an arithmetic expression (numbers, + - * /, parentheses and spaces)."""
+        return calculate(expression)
 
     @tool
     def think(self, thought: str) -> str:
-        """Think about something; it changes nothing and returns nothing."""
+        """Think about something; it looks nothing up and changes nothing, only logs the thought."""
         return ""
 
     @tool
     def transfer_to_human_agents(self, summary: str) -> str:
-        """Transfer the user to a human agent, with a summary of the issue; ends the episode."""
+        """Transfer the user to a human agent with a summary of the issue, only if asked or the tools cannot resolve it."""
         return "Transfer successful"
-
-
-def find(table: Mapping[str, Any], key: str, what: str) -> dict[str, Any]:
-    if key not in table:
-        raise ToolError(f"{what} not found")
-    return table[key]

@@ -1,195 +1,246 @@
-"""tau-bench retail tools over `retail/data/{users,orders,products}.json`, named and shaped as upstream.
+"""tau-bench retail tools over `retail/data/{users,orders,products}.json`, as the official tools behave.
 
-Written from tau-bench's documented tool list and the database schema; the domain policy (wiki.md)
-is not enforced beyond what each action needs to be well defined (e.g. only pending orders can be
-cancelled, only delivered ones returned).
+Each tool checks what the official one checks, in the same order, with the same error text, and makes
+the same changes in the same order (so the JSON it returns has the same key order). Official quirks,
+kept in both rule sets (none of them teaches a falsehood):
+
+* A payment method counts as a gift card for refunds when its *id* contains "gift_card"; balance
+  checks look at its `source`. Gift-card balances are rounded to cents after each change.
+* `modify_pending_order_items` records `abs(difference)` unrounded (e.g. 12.340000000000003) as a
+  "payment" if positive, else a "refund" (a zero difference adds a refund of 0); the status becomes
+  "pending (item modified)", after which no pending-order tool accepts the order.
+* `cancel_pending_order` refunds every payment-history entry.
+* `modify_pending_order_payment` refuses an order whose history has more than one entry.
+* `return_delivered_order_items` accepts an empty item list; item ids are checked after the payment.
+* `modify_pending_order_items` checks the old items before the two lists' lengths; the exchange
+  difference is rounded, the modification difference is not.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Literal
 
-from .tau_common import TauDomain, ToolError, find, tool
-
-CANCEL_REASONS = ("no longer needed", "ordered by mistake")
+from .tau_common import TauDomain, tool
 
 
 class RetailTools(TauDomain):
+    domain = "retail"
     files = ("users", "orders", "products")
 
     # ---- helpers
-    def _order(self, order_id: str, status: str | None = None) -> dict[str, Any]:
-        order = find(self.data["orders"], order_id, "Order")
-        if status is not None and order["status"] != status:
-            raise ToolError(f"non-{status} order cannot be modified")
-        return order
+    def _order(self, order_id: str, status: str, verb: str) -> tuple[dict[str, Any] | None, str | None]:
+        orders = self.data["orders"]
+        if order_id not in orders:
+            return None, "Error: order not found"
+        order = orders[order_id]
+        if order["status"] != status:
+            return None, f"Error: non-{status} order cannot be {verb}"
+        return order, None
 
-    def _payment(self, order: dict[str, Any], payment_method_id: str) -> dict[str, Any]:
-        user = self.data["users"][order["user_id"]]
-        return find(user["payment_methods"], payment_method_id, "Payment method")
+    def _methods(self, order: dict[str, Any]) -> Any:
+        return self.data["users"][order["user_id"]]["payment_methods"]
 
-    def _variant(self, item_id: str) -> dict[str, Any]:
-        for product in self.data["products"].values():
-            if item_id in product["variants"]:
-                return {**product["variants"][item_id], "product_id": product["product_id"], "name": product["name"]}
-        raise ToolError(f"Item {item_id} not found")
-
-    def _swap(self, order: dict[str, Any], item_ids: list[str], new_item_ids: list[str]) -> float:
-        """Validate an item-for-item swap within each product; returns the price difference."""
+    def _swap_difference(self, order: dict[str, Any], item_ids: list[str], new_item_ids: list[str]) -> tuple[Any, str | None]:
+        """Price difference of swapping items for other variants of the same products, or why not."""
+        held = [item["item_id"] for item in order["items"]]
+        for item_id in item_ids:  # duplicates allowed as long as the order holds that many
+            if item_ids.count(item_id) > held.count(item_id):
+                return None, f"Error: {item_id} not found"
         if len(item_ids) != len(new_item_ids):
-            raise ToolError("the number of items to be exchanged should match")
-        held = [i["item_id"] for i in order["items"]]
-        diff = 0.0
-        for old, new in zip(item_ids, new_item_ids):
-            if item_ids.count(old) > held.count(old):
-                raise ToolError(f"{old} not found")
-            current, wanted = self._variant(old), self._variant(new)
-            if current["product_id"] != wanted["product_id"] or not wanted["available"]:
-                raise ToolError(f"new item {new} not found or available")
-            diff += wanted["price"] - current["price"]
-        return round(diff, 2)
+            return None, "Error: the number of items to be exchanged should match"
+        products, diff = self.data["products"], 0
+        for item_id, new_item_id in zip(item_ids, new_item_ids):
+            item = [i for i in order["items"] if i["item_id"] == item_id][0]
+            variants = products[item["product_id"]]["variants"]
+            if not (new_item_id in variants and variants[new_item_id]["available"]):
+                return None, f"Error: new item {new_item_id} not found or available"
+            diff += variants[new_item_id]["price"] - item["price"]
+        return diff, None
 
     @staticmethod
     def _address(address1: str, address2: str, city: str, state: str, country: str, zip: str) -> dict[str, str]:
-        return {"address1": address1, "address2": address2, "city": city, "country": country, "state": state, "zip": zip}
+        return {"address1": address1, "address2": address2, "city": city, "state": state, "country": country, "zip": zip}
 
     # ---- read tools
     @tool
     def find_user_id_by_email(self, email: str) -> str:
-        """Find user id by email."""
-        for user_id, user in self.data["users"].items():
+        """Find a user id by email (case-insensitive)."""
+        for user_id, user in self.data["users"].peek_items():
             if user["email"].lower() == email.lower():
                 return user_id
-        raise ToolError("User not found")
+        return "Error: user not found"
 
     @tool
     def find_user_id_by_name_zip(self, first_name: str, last_name: str, zip: str) -> str:
-        """Find user id by first name, last name, and zip code."""
-        for user_id, user in self.data["users"].items():
+        """Find a user id by first name, last name (case-insensitive) and zip code."""
+        for user_id, user in self.data["users"].peek_items():
             name = user["name"]
-            if (name["first_name"].lower(), name["last_name"].lower(), user["address"]["zip"]) == (
-                first_name.lower(), last_name.lower(), zip,
-            ):  # fmt: skip
+            if (name["first_name"].lower() == first_name.lower() and name["last_name"].lower() == last_name.lower()
+                    and user["address"]["zip"] == zip):  # fmt: skip
                 return user_id
-        raise ToolError("User not found")
+        return "Error: user not found"
 
     @tool
-    def get_user_details(self, user_id: str) -> dict:
-        """Get the details of a user, including their orders."""
-        return find(self.data["users"], user_id, "User")
+    def get_user_details(self, user_id: str) -> str:
+        """Get the details of a user, including their payment methods and orders."""
+        users = self.data["users"]
+        return json.dumps(users[user_id]) if user_id in users else "Error: user not found"
 
     @tool
-    def get_order_details(self, order_id: str) -> dict:
+    def get_order_details(self, order_id: str) -> str:
         """Get the status and details of an order."""
-        return self._order(order_id)
+        orders = self.data["orders"]
+        return json.dumps(orders[order_id]) if order_id in orders else "Error: order not found"
 
     @tool
-    def get_product_details(self, product_id: str) -> dict:
-        """Get the inventory details of a product."""
-        return find(self.data["products"], product_id, "Product")
+    def get_product_details(self, product_id: str) -> str:
+        """Get the inventory details (variants, availability, prices) of a product."""
+        products = self.data["products"]
+        return json.dumps(products[product_id]) if product_id in products else "Error: product not found"
 
     @tool
-    def list_all_product_types(self) -> dict:
-        """List the name and product id of all product types."""
-        return dict(sorted((p["name"], p["product_id"]) for p in self.data["products"].values()))
+    def list_all_product_types(self) -> str:
+        """List the name and product id of every product type, sorted by name."""
+        names = {product["name"]: product["product_id"] for product in self.data["products"].peek_values()}
+        return json.dumps(dict(sorted(names.items())))
 
     # ---- write tools
     @tool
-    def cancel_pending_order(self, order_id: str, reason: str) -> dict:
-        """Cancel a pending order; reason is 'no longer needed' or 'ordered by mistake'. Refunds every payment."""
-        order = self._order(order_id, "pending")
-        if reason not in CANCEL_REASONS:
-            raise ToolError("invalid reason")
-        refunds = [{"transaction_type": "refund", "amount": p["amount"], "payment_method_id": p["payment_method_id"]}
-                   for p in order["payment_history"] if p["transaction_type"] == "payment"]  # fmt: skip
-        for refund in refunds:
-            method = self._payment(order, refund["payment_method_id"])
-            if method["source"] == "gift_card":
-                method["balance"] = round(method["balance"] + refund["amount"], 2)
-        order["payment_history"].extend(refunds)
+    def cancel_pending_order(self, order_id: str, reason: Literal["no longer needed", "ordered by mistake"]) -> str:
+        """Cancel a pending order; every payment is refunded (gift cards at once)."""
+        order, problem = self._order(order_id, "pending", "cancelled")
+        if problem is not None:
+            return problem
+        if reason not in ["no longer needed", "ordered by mistake"]:
+            return "Error: invalid reason"
+        refunds = []
+        for payment in order["payment_history"]:
+            method_id = payment["payment_method_id"]
+            refunds.append({"transaction_type": "refund", "amount": payment["amount"], "payment_method_id": method_id})
+            if "gift_card" in method_id:
+                method = self.data["users"][order["user_id"]]["payment_methods"][method_id]
+                method["balance"] += payment["amount"]
+                method["balance"] = round(method["balance"], 2)
         order["status"], order["cancel_reason"] = "cancelled", reason
-        return order
+        order["payment_history"].extend(refunds)
+        return json.dumps(order)
 
     @tool
     def modify_pending_order_address(
         self, order_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str
-    ) -> dict:
+    ) -> str:
         """Modify the shipping address of a pending order."""
-        order = self._order(order_id, "pending")
+        order, problem = self._order(order_id, "pending", "modified")
+        if problem is not None:
+            return problem
         order["address"] = self._address(address1, address2, city, state, country, zip)
-        return order
+        return json.dumps(order)
 
     @tool
-    def modify_pending_order_payment(self, order_id: str, payment_method_id: str) -> dict:
-        """Change the payment method of a pending order (paid with a single payment)."""
-        order = self._order(order_id, "pending")
-        payments = [p for p in order["payment_history"] if p["transaction_type"] == "payment"]
-        if len(payments) != 1 or payments[0]["payment_method_id"] == payment_method_id:
-            raise ToolError("there should be exactly one payment, with a different method, for a pending order")
-        method, amount = self._payment(order, payment_method_id), payments[0]["amount"]
-        if method["source"] == "gift_card" and method["balance"] < amount:
-            raise ToolError("insufficient gift card balance to pay for the order")
-        old = self._payment(order, payments[0]["payment_method_id"])
-        order["payment_history"] += [
-            {"transaction_type": "payment", "amount": amount, "payment_method_id": payment_method_id},
-            {"transaction_type": "refund", "amount": amount, "payment_method_id": payments[0]["payment_method_id"]},
-        ]
-        if method["source"] == "gift_card":
-            method["balance"] = round(method["balance"] - amount, 2)
-        if old["source"] == "gift_card":
-            old["balance"] = round(old["balance"] + amount, 2)
-        return order
-
-    @tool
-    def modify_pending_order_items(self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str) -> dict:
-        """Swap items of a pending order for other options of the same products; pays or refunds the difference."""
-        order = self._order(order_id, "pending")
-        diff = self._swap(order, item_ids, new_item_ids)
-        method = self._payment(order, payment_method_id)
+    def modify_pending_order_items(self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str) -> str:
+        """Swap items of a pending order for other options of the same products (once per order); pays or refunds the difference."""
+        order, problem = self._order(order_id, "pending", "modified")
+        if problem is not None:
+            return problem
+        diff, problem = self._swap_difference(order, item_ids, new_item_ids)
+        if problem is not None:
+            return problem
+        methods = self._methods(order)
+        if payment_method_id not in methods:
+            return "Error: payment method not found"
+        method = methods[payment_method_id]
         if method["source"] == "gift_card" and method["balance"] < diff:
-            raise ToolError("insufficient gift card balance to pay for the new items")
-        order["payment_history"].append({"transaction_type": "payment" if diff > 0 else "refund",
-                                         "amount": abs(diff), "payment_method_id": payment_method_id})  # fmt: skip
+            return "Error: insufficient gift card balance to pay for the new item"
+        order["payment_history"].append({"transaction_type": "payment" if diff > 0 else "refund", "amount": abs(diff),
+                                         "payment_method_id": payment_method_id})  # fmt: skip
         if method["source"] == "gift_card":
-            method["balance"] = round(method["balance"] - diff, 2)
-        for old, new in zip(item_ids, new_item_ids):
-            item = next(i for i in order["items"] if i["item_id"] == old)
-            variant = self._variant(new)
-            item.update(item_id=new, price=variant["price"], options=variant["options"])
+            method["balance"] -= diff
+            method["balance"] = round(method["balance"], 2)
+        products = self.data["products"]
+        for item_id, new_item_id in zip(item_ids, new_item_ids):
+            item = [i for i in order["items"] if i["item_id"] == item_id][0]
+            variant = products[item["product_id"]]["variants"][new_item_id]
+            item["item_id"], item["price"], item["options"] = new_item_id, variant["price"], variant["options"]
         order["status"] = "pending (item modified)"
-        return order
+        return json.dumps(order)
 
     @tool
-    def modify_user_address(self, user_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str) -> dict:
+    def modify_pending_order_payment(self, order_id: str, payment_method_id: str) -> str:
+        """Pay a pending order with another payment method (the order must have exactly one payment)."""
+        order, problem = self._order(order_id, "pending", "modified")
+        if problem is not None:
+            return problem
+        methods = self._methods(order)
+        if payment_method_id not in methods:
+            return "Error: payment method not found"
+        history = order["payment_history"]
+        if len(history) > 1 or history[0]["transaction_type"] != "payment":
+            return "Error: there should be exactly one payment for a pending order"
+        old_id = history[0]["payment_method_id"]
+        if old_id == payment_method_id:
+            return "Error: the new payment method should be different from the current one"
+        amount, method = history[0]["amount"], methods[payment_method_id]
+        if method["source"] == "gift_card" and method["balance"] < amount:
+            return "Error: insufficient gift card balance to pay for the order"
+        history.extend([
+            {"transaction_type": "payment", "amount": amount, "payment_method_id": payment_method_id},
+            {"transaction_type": "refund", "amount": amount, "payment_method_id": old_id},
+        ])  # fmt: skip
+        if method["source"] == "gift_card":
+            method["balance"] -= amount
+            method["balance"] = round(method["balance"], 2)
+        if "gift_card" in old_id:
+            old = methods[old_id]
+            old["balance"] += amount
+            old["balance"] = round(old["balance"], 2)
+        return json.dumps(order)
+
+    @tool
+    def modify_user_address(self, user_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str) -> str:
         """Modify the default address of a user."""
-        user = find(self.data["users"], user_id, "User")
+        users = self.data["users"]
+        if user_id not in users:
+            return "Error: user not found"
+        user = users[user_id]
         user["address"] = self._address(address1, address2, city, state, country, zip)
-        return user
+        return json.dumps(user)
 
     @tool
-    def return_delivered_order_items(self, order_id: str, item_ids: list[str], payment_method_id: str) -> dict:
+    def return_delivered_order_items(self, order_id: str, item_ids: list[str], payment_method_id: str) -> str:
         """Request a return of delivered items; the refund goes to the original payment method or a gift card."""
-        order = self._order(order_id, "delivered")
-        method = self._payment(order, payment_method_id)
-        original = order["payment_history"][0]["payment_method_id"]
-        if method["source"] != "gift_card" and payment_method_id != original:
-            raise ToolError("payment method should be either the original payment method or a gift card")
-        held = [i["item_id"] for i in order["items"]]
-        if any(item_ids.count(i) > held.count(i) for i in item_ids) or not item_ids:
-            raise ToolError("some item not found")
+        order, problem = self._order(order_id, "delivered", "returned")
+        if problem is not None:
+            return problem
+        if payment_method_id not in self._methods(order):
+            return "Error: payment method not found"
+        if "gift_card" not in payment_method_id and payment_method_id != order["payment_history"][0]["payment_method_id"]:
+            return "Error: payment method should be either the original payment method or a gift card"
+        held = [item["item_id"] for item in order["items"]]
+        for item_id in item_ids:
+            if item_ids.count(item_id) > held.count(item_id):
+                return "Error: some item not found"
         order["status"] = "return requested"
         order["return_items"], order["return_payment_method_id"] = sorted(item_ids), payment_method_id
-        return order
+        return json.dumps(order)
 
     @tool
-    def exchange_delivered_order_items(self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str) -> dict:
+    def exchange_delivered_order_items(self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str) -> str:
         """Request an exchange of delivered items for other options of the same products."""
-        order = self._order(order_id, "delivered")
-        diff = self._swap(order, item_ids, new_item_ids)
-        method = self._payment(order, payment_method_id)
+        order, problem = self._order(order_id, "delivered", "exchanged")
+        if problem is not None:
+            return problem
+        diff, problem = self._swap_difference(order, item_ids, new_item_ids)
+        if problem is not None:
+            return problem
+        diff = round(diff, 2)
+        methods = self._methods(order)
+        if payment_method_id not in methods:
+            return "Error: payment method not found"
+        method = methods[payment_method_id]
         if method["source"] == "gift_card" and method["balance"] < diff:
-            raise ToolError("insufficient gift card balance to pay for the price difference")
+            return "Error: insufficient gift card balance to pay for the price difference"
         order["status"] = "exchange requested"
         order["exchange_items"], order["exchange_new_items"] = sorted(item_ids), sorted(new_item_ids)
         order["exchange_payment_method_id"], order["exchange_price_difference"] = payment_method_id, diff
-        return order
+        return json.dumps(order)

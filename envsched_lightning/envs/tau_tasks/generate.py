@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from envsched_lightning.envs.tau_bench import READ_ONLY, TauEnvironment, default_task_dir
+from envsched_lightning.envs.tau_bench import READ_ONLY, TauEnvironment, default_task_dir, failed
 
 PER_TEMPLATE = 8
 Task = dict[str, Any]
@@ -139,7 +139,7 @@ def build(domain: str, data_dir: str) -> list[Task]:
         before = tools.hash()
         outs = [tools.execute(a["name"], a["kwargs"]) for a in task["actions"]]
         writes = any(a["name"] not in READ_ONLY for a in task["actions"])
-        if any(o.startswith("Error:") for o in outs) or writes == (tools.hash() == before):
+        if any(failed(o) for o in outs) or writes == (tools.hash() == before):
             continue
         per_template[template] = per_template.get(template, 0) + 1
         kept.append({"task_id": f"{domain}_{template}_{per_template[template]}", "annotator": "generated",
