@@ -137,21 +137,31 @@ class RetailTools(TauDomain):
         order["address"] = self._address(address1, address2, city, state, country, zip)
         return json.dumps(order)
 
+    def _priced_swap(self, order_id: str, state: tuple[str, str], item_ids: list[str], new_item_ids: list[str],
+                     payment_method_id: str, rounded: bool, paying_for: str) -> tuple[Any, float, Any, str | None]:
+        """The checks both item swaps make, in the official order: the order and its status, the items
+        and their new variants, the payment method, the gift card's balance. (order, diff, method, problem)."""
+        order, problem = self._order(order_id, *state)
+        if problem is not None:
+            return order, 0.0, None, problem
+        diff, problem = self._swap_difference(order, item_ids, new_item_ids)
+        if problem is not None:
+            return order, 0.0, None, problem
+        diff = round(diff, 2) if rounded else diff  # Quirk: only the exchange rounds the difference
+        method = self._methods(order).get(payment_method_id)
+        if method is None:
+            return order, diff, None, "Error: payment method not found"
+        if method["source"] == "gift_card" and method["balance"] < diff:
+            return order, diff, method, f"Error: insufficient gift card balance to pay for {paying_for}"
+        return order, diff, method, None
+
     @tool
     def modify_pending_order_items(self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str) -> str:
         """Swap items of a pending order for other options of the same products (once per order); pays or refunds the difference."""
-        order, problem = self._order(order_id, "pending", "modified")
+        order, diff, method, problem = self._priced_swap(order_id, ("pending", "modified"), item_ids, new_item_ids,
+                                                         payment_method_id, rounded=False, paying_for="the new item")  # fmt: skip
         if problem is not None:
             return problem
-        diff, problem = self._swap_difference(order, item_ids, new_item_ids)
-        if problem is not None:
-            return problem
-        methods = self._methods(order)
-        if payment_method_id not in methods:
-            return "Error: payment method not found"
-        method = methods[payment_method_id]
-        if method["source"] == "gift_card" and method["balance"] < diff:
-            return "Error: insufficient gift card balance to pay for the new item"
         order["payment_history"].append({"transaction_type": "payment" if diff > 0 else "refund", "amount": abs(diff),
                                          "payment_method_id": payment_method_id})  # fmt: skip
         if method["source"] == "gift_card":
@@ -227,19 +237,10 @@ class RetailTools(TauDomain):
     @tool
     def exchange_delivered_order_items(self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str) -> str:
         """Request an exchange of delivered items for other options of the same products."""
-        order, problem = self._order(order_id, "delivered", "exchanged")
+        order, diff, _, problem = self._priced_swap(order_id, ("delivered", "exchanged"), item_ids, new_item_ids,
+                                                    payment_method_id, rounded=True, paying_for="the price difference")  # fmt: skip
         if problem is not None:
             return problem
-        diff, problem = self._swap_difference(order, item_ids, new_item_ids)
-        if problem is not None:
-            return problem
-        diff = round(diff, 2)
-        methods = self._methods(order)
-        if payment_method_id not in methods:
-            return "Error: payment method not found"
-        method = methods[payment_method_id]
-        if method["source"] == "gift_card" and method["balance"] < diff:
-            return "Error: insufficient gift card balance to pay for the price difference"
         order["status"] = "exchange requested"
         order["exchange_items"], order["exchange_new_items"] = sorted(item_ids), sorted(new_item_ids)
         order["exchange_payment_method_id"], order["exchange_price_difference"] = payment_method_id, diff
