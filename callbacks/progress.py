@@ -128,8 +128,10 @@ class ProgressPrinter(Callback):
         lines = [f"done: {len(rewards)} GRPO steps in {_clock(time.perf_counter() - self._t0)}; "
                  f"reward {_first_last(rewards, k)} (mean of the first and last {k})"
                  + (f"; held-out score {self.scores[0]:.3f} -> {self.scores[-1]:.3f}" if self.scores else "")]  # fmt: skip
-        for env in sorted(set(self.env_rewards) | set(self.env_scores)):
+        envs = sorted(set(self.env_rewards) | set(self.env_scores))
+        width = max(map(len, envs), default=0)  # one column, however long the names
+        for env in envs:
             r, s = self.env_rewards.get(env, []), self.env_scores.get(env, [])
-            lines.append(f"  {env:<24} reward {_first_last(r, k) if r else '-':<14}"
+            lines.append(f"  {env:<{width}}  reward {_first_last(r, k) if r else '-':<14}"
                          + (f"  held-out {s[0]:.3f} -> {s[-1]:.3f}" if s else ""))  # fmt: skip
         self._say(trainer, "\n".join(lines))
