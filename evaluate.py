@@ -16,21 +16,18 @@ reason), which `python -m envsched_lightning.envs.score` re-scores offline.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-if "TMPDIR" not in os.environ:  # as train.py: PyG's generated code stays in the repository's scratch folder
-    os.environ["TMPDIR"] = str(Path(__file__).resolve().parent / ".tmp")
-    Path(os.environ["TMPDIR"]).mkdir(exist_ok=True)
+# first: importing train points TMPDIR at the repository's .tmp/ (PyG's generated code) unless set
+from train import drop_unselected_envs, quiet_known_noise  # isort: skip
 
 import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf, open_dict  # noqa: E402
 
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
-from train import drop_unselected_envs, quiet_known_noise  # noqa: E402
 
 
 def training_rules(cfg: DictConfig) -> list[str]:

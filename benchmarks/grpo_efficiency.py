@@ -237,7 +237,7 @@ def summarize(results: dict[str, list[dict]], warm: dict, setup: Setup) -> list[
             "diff_vs_random": None if diff is None else diff.estimate,
             "diff_vs_random_ci": None if diff is None else [diff.low, diff.high],
             "steps_to_target": reach,
-            "ratio": float(steps[-1] / reach) if reach > 0 else float("inf"),
+            "ratio": ratio.estimate,  # `_ratio` on every seed: horizon / steps_to_target
             "ratio_ci": [ratio.low, ratio.high],
             "seed_wins": f"{wins}/{len(runs)}",
             "rollouts_to_target": reach * setup.batch_size * setup.group_size,
