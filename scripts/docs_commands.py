@@ -125,8 +125,7 @@ def outputs(command: str, run_dir: Path) -> dict[str, str]:
     """What a finished command wrote that a later one's placeholder stands for."""
     found = {CKPT_PLACEHOLDER: run_dir / "checkpoints" / "last.ckpt",
              RESULTS_PLACEHOLDER: run_dir / "grpo_efficiency" / "grpo_efficiency.json"}  # fmt: skip
-    keep = {CKPT_PLACEHOLDER: command.split() == ["python", "train.py"], RESULTS_PLACEHOLDER: "--replot" not in command}
-    return {k: str(path) for k, path in found.items() if keep[k] and path.is_file()}
+    return {k: str(path) for k, path in found.items() if PRODUCERS[k](command) and path.is_file()}
 
 
 class Rows(list):
@@ -151,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         env["ENVSCHED_DATA"] = str(SHARED_DATA)
     tmp = Path(tempfile.mkdtemp(prefix="docs_commands_", dir=env["TMPDIR"]))
     commands = doc_commands()
-    # the resume command needs a checkpoint: the first plain `python train.py` run provides it
-    produced: dict[str, str] = {}  # placeholder -> a path an earlier command wrote
+    produced: dict[str, str] = {}  # placeholder -> a path an earlier command (its PRODUCERS entry) wrote
     failures, rows, seen = 0, Rows(), set()
     selected = [(f, c) for f, c in commands if not args.only or args.only in c]
     needed = {p for _, c in selected for p in PLACEHOLDERS if p in c}  # --only keeps what fills its placeholders
