@@ -45,7 +45,8 @@ class ProgressPrinter(Callback):
         if isinstance(every, bool) or not isinstance(every, int) or every < 0:
             raise ValueError(f"callbacks.progress.every must be an int >= 0, got {every!r}")
         self.every = every
-        self.rewards: list[float] = []
+        self.rewards: list[float] = []  # this process's steps
+        self.first_step = 0  # steps made before this process (a resumed run's checkpoint)
         self.scores: list[float] = []
         self.env_rewards: dict[str, list[float]] = defaultdict(list)
         self.env_scores: dict[str, list[float]] = defaultdict(list)
@@ -69,11 +70,10 @@ class ProgressPrinter(Callback):
         self.total = getattr(dm, "total_steps", None)
         if self.total is None and getattr(dm, "steps_per_epoch", None) and trainer.max_epochs:
             self.total = dm.steps_per_epoch * trainer.max_epochs
-        done = getattr(dm, "step", 0)  # a resumed run starts after its checkpoint's steps
+        done = self.first_step = getattr(dm, "step", 0)  # step numbers stay those of the whole run
         warm = getattr(pl_module, "warm_losses", None)
         if warm:
             self._say(trainer, f"warm start done: SFT loss {warm[0]:.3f} -> {warm[-1]:.3f}")
-        self.rewards = [float("nan")] * done  # step numbers stay those of the whole run
         self._train_t0 = time.perf_counter()
         plan = f"{self.total} GRPO steps" if self.total else "GRPO steps"
         self._say(trainer, f"training: {plan}" + (f" from step {done}" if done else "")
@@ -92,12 +92,11 @@ class ProgressPrinter(Callback):
         self.rewards.append(reward)
         for env, r in _per_env(m, REWARD).items():
             self.env_rewards[env].append(r)
-        step = len(self.rewards)
+        step = self.first_step + len(self.rewards)
         if not self.every or step % self.every:
             return
         seconds = time.perf_counter() - self._step_t0
-        made = step - sum(r != r for r in self.rewards)  # steps of this process (nan: before a resume)
-        left = (self.total - step) * (time.perf_counter() - self._train_t0) / made if self.total and made else None
+        left = (self.total - step) * (time.perf_counter() - self._train_t0) / len(self.rewards) if self.total else None
         zero, rollouts = _value(m, "rollout/zero_var_frac") or 0.0, int(_value(m, "rollout/num_rollouts") or 0)
         line = (f"step {step}" + (f"/{self.total}" if self.total else "")
                 + f" | reward {reward:.3f} | zero-variance groups {zero:.0%} | {rollouts} rollouts | {seconds:.1f} s"
@@ -117,11 +116,11 @@ class ProgressPrinter(Callback):
         for env, s in per_env.items():
             self.env_scores[env].append(s)
         detail = ", ".join(f"{env} {s:.2f}" for env, s in sorted(per_env.items()))
-        self._say(trainer, f"eval after step {len(self.rewards)}: held-out score {score:.3f} ({detail})")
+        self._say(trainer, f"eval after step {self.first_step + len(self.rewards)}: held-out score {score:.3f} ({detail})")
 
     @override
     def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        rewards = [r for r in self.rewards if r == r]
+        rewards = self.rewards
         if not rewards:
             return
         k = max(1, min(5, len(rewards) // 4))  # a few steps each side: one step's reward is noisy
