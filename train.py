@@ -26,6 +26,7 @@ import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
+from envsched_lightning.distributed import end_process_group  # noqa: E402
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
 
 
@@ -207,6 +208,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     if trainer.is_global_zero:
         print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    end_process_group()  # every rank finished fit(); gloo's threads must not outlive the interpreter
     return {"metrics": metrics, **paths, "objects": {"datamodule": datamodule, "model": model, "trainer": trainer}}
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lightning.pytorch import LightningDataModule
+from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 from torch.utils.data import DataLoader
 from typing_extensions import override
 
@@ -146,7 +147,15 @@ class EnvSchedDataModule(LightningDataModule):
 
     @override
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(HeldOutTasks(self.pool.held_out), batch_size=self.val_batch_size, shuffle=False,
+        """Each held-out task once across the ranks: the module gathers every rank's rewards into one score.
+
+        Lightning's own DistributedSampler would pad the ranks to equal length by evaluating some
+        tasks twice; an unrepeated shard (a DistributedSampler, so Lightning keeps it) does not."""
+        held_out = HeldOutTasks(self.pool.held_out)
+        world = self.trainer.world_size if self.trainer is not None else 1
+        sampler = None if world == 1 else UnrepeatedDistributedSampler(
+            held_out, num_replicas=world, rank=self.trainer.global_rank, shuffle=False)  # fmt: skip
+        return DataLoader(held_out, batch_size=self.val_batch_size, sampler=sampler, shuffle=False,
                           num_workers=0, collate_fn=TaskBatch.collate)  # fmt: skip
 
     # -- checkpointing --------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from lightning.pytorch import LightningModule
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
+from envsched_lightning.distributed import gather_lists
 from envsched_lightning.envs.base import Environment, Task
 from envsched_lightning.evaluation import aggregate, greedy_rollouts
 from envsched_lightning.grpo import (
@@ -379,8 +380,10 @@ class GRPOModule(LightningModule):
 
     def on_validation_epoch_end(self) -> None:
         """`eval/score` (task-weighted), `eval/score/<env>`, `eval/benchmark/<name>`, `eval/benchmark_mean`."""
-        if self._eval_rewards:
-            self.log_dict(aggregate(self._eval_rewards).metrics("eval"), on_epoch=True)
+        rewards = gather_lists(self._eval_rewards)  # each rank evaluated its shard of the held-out tasks
+        if rewards:
+            # identical on every rank after the gather: the max over ranks only says so to Lightning
+            self.log_dict(aggregate(rewards).metrics("eval"), on_epoch=True, sync_dist=True, reduce_fx="max")
 
     # ------------------------------------------------------------------ plumbing
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -152,12 +152,21 @@ def test_an_env_list_leaving_out_worlds_the_experiment_configures_trains(tmp_pat
 
 
 def test_ddp_with_the_apps_callbacks_and_logger_finishes(tmp_path):
-    """Two gloo processes through train.py: every rank joins trainer.log_dir's broadcast."""
+    """Two gloo processes through train.py: every rank joins trainer.log_dir's broadcast, the held-out
+    score covers every rank's shard (3 tasks, one per batch: 2 batches on rank 0, 1 on rank 1), and the
+    process group is destroyed before exit (else gloo's threads can abort the finished process)."""
+    import csv
+
     args = [sys.executable, str(REPO / "train.py"), "trainer.strategy=ddp", "trainer.devices=2", *TINY,
-            "steps=2", f"hydra.run.dir={tmp_path}", f"output_dir={tmp_path}"]  # fmt: skip
+            "data.val_batch_size=1", f"hydra.run.dir={tmp_path}", f"output_dir={tmp_path}"]  # fmt: skip
     run = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "heatmap: " in run.stdout and (tmp_path / "checkpoints" / "last.ckpt").exists()
+    assert "sync_dist" not in run.stderr and "terminate called" not in run.stderr
+    rows = list(csv.DictReader(next(tmp_path.glob("csv/version_*/metrics.csv")).open()))
+    evals = [r for r in rows if r.get("eval/score")]
+    assert len(evals) == 1  # steps=3, evaluating every 3
+    assert all(evals[0][f"eval/score/{env}"] for env in ("banking", "calendar", "messaging"))
 
 
 def test_a_run_prints_its_progress_and_a_summary(tmp_path, capsys):

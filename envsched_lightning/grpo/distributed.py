@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import torch
 
-
-def _world() -> int:
-    return torch.distributed.get_world_size() if torch.distributed.is_available() and torch.distributed.is_initialized() else 1
+from envsched_lightning.distributed import world_size
 
 
 def global_loss_counts(num_seqs: int, num_tokens: float) -> tuple[int | float, float]:
     """(sequences, tokens) summed over ranks and divided by the world size; unchanged on one process.
 
     Every rank must call it once per optimiser step, in the same order (it is a collective)."""
-    world = _world()
+    world = world_size()
     if world == 1:
         return num_seqs, num_tokens
     counts = torch.tensor([float(num_seqs), float(num_tokens)], dtype=torch.float64)  # [2]
@@ -31,7 +29,7 @@ def global_loss_counts(num_seqs: int, num_tokens: float) -> tuple[int | float, f
 
 def average_gradients(params: list[torch.nn.Parameter]) -> None:
     """One all-reduce of `params`' gradients, divided by the world size (a rank with no data sends zeros)."""
-    world = _world()
+    world = world_size()
     if world == 1:
         return
     for p in params:
