@@ -24,6 +24,7 @@ from trl import GRPOConfig
 
 from envsched_lightning.adapters.tasks import EnvReward, prompt_records, specs_of
 from envsched_lightning.adapters.trl import EnvSchedGRPOTrainer
+from envsched_lightning.distributed import end_process_group
 from envsched_lightning.envs import make_env
 from envsched_lightning.models import tiny_qwen3_policy
 from envsched_lightning.scheduling import build_scheduler
@@ -71,6 +72,7 @@ def main(out: Path) -> None:
               "events": events, "scored": scored, "history_step": scheduler.history.step,
               "generations": trainer.generations, "logged": [e for e in logged if e]}  # fmt: skip
     (out / f"rank{rank}.json").write_text(json.dumps(record))
+    end_process_group()  # gloo's threads must not outlive the interpreter (abort at exit)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import lightning as L
 import torch
 
 from datamodules.envsched_datamodule import EnvSchedDataModule
+from envsched_lightning.distributed import end_process_group
 from envsched_lightning.envs import make_env
 from envsched_lightning.module import TaskBatch
 from envsched_lightning.scheduling import RolloutGroup, build_scheduler
@@ -70,6 +71,7 @@ def main(out: Path, grpo: bool) -> None:
               "weight": sum(float(p.square().sum()) for p in params),
               "zero_var": float(trainer.callback_metrics.get("rollout/zero_var_frac", -1))}  # fmt: skip
     (out / f"rank{trainer.global_rank}.json").write_text(json.dumps(record))
+    end_process_group()  # gloo's threads must not outlive the interpreter (abort at exit)
 
 
 if __name__ == "__main__":
