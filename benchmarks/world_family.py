@@ -24,27 +24,41 @@ import json
 import multiprocessing as mp
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from envsched_lightning.scheduling.registry import scheduler_names
 from envsched_lightning.simulation import make_world, run_oracle, run_scheduler
 from envsched_lightning.simulation.family import describe, make_world_family, named_worlds
 from envsched_lightning.simulation.report import format_table
 from envsched_lightning.threads import set_torch_threads
 
 BASELINES = ("mopps", "plr", "greso", "sec")
-# label -> (scheduler name, options); "oracle" is the reference ceiling
-PLAN: dict[str, tuple[str, dict]] = {
-    "random": ("random", {}),
-    **{b: (b, {}) for b in BASELINES},
-    "envsched": ("envsched", {}),
-    "envsched use_gnn=true": ("envsched", {"use_gnn": True}),
-    "envsched cross_edges=false": ("envsched", {"cross_edges": False}),
-    "envsched coverage=0": ("envsched", {"coverage": 0.0}),
-    "envsched gate=false": ("envsched", {"gate": False}),
-    "envsched explore_untried=0.5": ("envsched", {"explore_untried": 0.5}),
-    "oracle": ("oracle", {}),
-}
+# the default rows; any "<scheduler> key=value ..." label runs that scheduler with those options
+DEFAULT_LABELS = ("random", *BASELINES, "envsched", "envsched use_gnn=true", "envsched cross_edges=false",
+                  "envsched coverage=0", "envsched gate=false", "envsched explore_untried=0.5", "oracle")  # fmt: skip
+
+
+def parse_label(label: str) -> tuple[str, dict[str, Any]]:
+    """"envsched coverage=0.45 quota=false" -> ("envsched", {"coverage": 0.45, "quota": False}).
+
+    Values are read as JSON (numbers, true/false/null, quoted strings), else kept as text; the
+    scheduler's own option checks reject a wrong name or value when the run starts. "oracle" is
+    the reference ceiling, not a scheduler."""
+    name, *pairs = label.split()
+    if name != "oracle" and name not in scheduler_names():
+        raise ValueError(f"label {label!r}: unknown scheduler {name!r}; one of {sorted(scheduler_names())} or oracle")
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"label {label!r}: {pair!r} is not key=value")
+        try:
+            options[key] = json.loads(text)
+        except json.JSONDecodeError:
+            options[key] = text
+    return name, options
 
 
 @functools.lru_cache(maxsize=4)
@@ -62,7 +76,7 @@ def _init(configs: dict) -> None:
 
 def _job(args: tuple) -> tuple:
     key, label, seed, steps = args
-    name, opts = PLAN[label]
+    name, opts = parse_label(label)
     w = _world(key)
     res = run_oracle(w, seed, steps) if name == "oracle" else run_scheduler(w, name, seed, steps, label=label, **opts)
     return key, label, seed, res.scores, 1000 * float(np.mean(res.sched_seconds))
@@ -140,14 +154,16 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--family-seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="8 worlds x 2 seeds x 60 steps, no named worlds")
     p.add_argument("--no-named", action="store_true", help="skip the three named worlds")
-    p.add_argument("--labels", nargs="*", default=None, help=f"subset of {list(PLAN)}")
+    p.add_argument("--labels", nargs="*", default=None, help='rows, each "<scheduler> [key=value ...]" or "oracle"; default: ' + ", ".join(DEFAULT_LABELS))
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--per-world", action="store_true", help="also print one row per world")
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args(argv)
     if a.quick:
         a.worlds, a.seeds, a.steps, a.no_named = 8, 2, 60, True
-    labels = a.labels or list(PLAN)
+    labels = a.labels or list(DEFAULT_LABELS)
+    for label in labels:
+        parse_label(label)  # a typo fails here, not after the other runs
     labels = ["random"] + [x for x in labels if x != "random"]
     configs = {f"w{i:02d}": c for i, c in enumerate(make_world_family(a.worlds, a.family_seed))}
     named = {} if a.no_named else named_worlds()

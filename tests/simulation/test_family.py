@@ -75,3 +75,16 @@ def test_a_drawn_world_runs_and_its_knobs_act():
     assert learner.heldout_score() == pytest.approx(float(learner.pass_rate(by_task.heldout_idx).mean()))
     with pytest.raises(ValueError, match="score_over"):
         SimWorldConfig(score_over="mean")
+
+
+def test_the_family_benchmark_runs_any_scheduler_with_options_from_its_label(capsys):
+    from benchmarks.world_family import main, parse_label
+
+    assert parse_label("envsched coverage=0.45 quota=false") == ("envsched", {"coverage": 0.45, "quota": False})
+    with pytest.raises(ValueError, match="unknown scheduler 'envshed'"):
+        main(["--worlds", "1", "--no-named", "--labels", "envshed"])
+    out = main(["--worlds", "1", "--seeds", "1", "--steps", "4", "--no-named",
+                "--labels", "random", "envsched coverage=0", "oracle"])  # fmt: skip
+    assert [r["scheduler"] for r in out["family"]] == ["random", "envsched coverage=0", "oracle"]
+    with pytest.raises(ValueError, match="coverage"):  # the scheduler's own check names the option
+        main(["--worlds", "1", "--seeds", "1", "--steps", "2", "--no-named", "--labels", "envsched coverage=2"])
