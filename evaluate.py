@@ -71,17 +71,11 @@ def use_run_policy(cfg: DictConfig) -> str | None:
 
 def load_weights(module: Any, path: str) -> str:
     """The checkpoint's weights into `module`; a LoRA checkpoint may lack only the frozen base weights."""
-    import torch
+    from envsched_lightning.checkpoints import read_checkpoint
 
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"ckpt_path={path}: no such file")
+    state = read_checkpoint(path)["state_dict"]
     try:
-        # weights_only=False: our checkpoints carry the scheduler's numpy state (load only checkpoints you wrote)
-        state = torch.load(file, map_location="cpu", weights_only=False)["state_dict"]
         missing, unexpected = module.load_state_dict(state, strict=False)
-    except (KeyError, TypeError) as err:
-        raise ValueError(f"ckpt_path={path}: not a Lightning checkpoint with a 'state_dict' ({err})") from None
     except RuntimeError as err:  # shape mismatches
         raise ValueError(f"ckpt_path={path} does not fit this model (another model config?): {str(err)[:400]}") from None
     frozen = {f"model.{n}" for n, p in module.model.named_parameters() if not p.requires_grad}

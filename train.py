@@ -74,17 +74,9 @@ def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> Non
 
     Without the DataModule's state the run would resume the model with a fresh scheduler history
     (every task unseen again); `resume_without_scheduler=true` does that on purpose."""
-    import torch
+    from envsched_lightning.checkpoints import read_checkpoint
 
-    file = Path(path)
-    if not file.is_file() or file.stat().st_size == 0:
-        raise FileNotFoundError(f"ckpt_path={path}: {'empty file' if file.is_file() else 'no such file'}")
-    try:
-        ckpt = torch.load(file, map_location="cpu", weights_only=False, mmap=True)  # keys only: Lightning reads it next
-    except Exception as err:  # noqa: BLE001 - any unreadable file gets the same clear message
-        raise ValueError(f"ckpt_path={path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
-    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
-        raise ValueError(f"ckpt_path={path}: not a Lightning checkpoint (no 'state_dict')")
+    ckpt = read_checkpoint(path, mmap=True)  # keys only: Lightning reads it next
     key = type(datamodule).__qualname__
     if key not in ckpt and not without_scheduler:
         raise ValueError(f"ckpt_path={path} has no {key} state (the scheduler's history); "

@@ -171,3 +171,16 @@ def test_labelled_unofficial_run(shared_data, tmp_path):
                                "model.grpo.max_seq_len=2048", *FAST, f"output_dir={tmp_path}"))  # fmt: skip
     assert not out["official"] and json.loads((tmp_path / "scores.json").read_text())["official"] is False
     assert (tmp_path / "scores.md").read_text().startswith("NOT OFFICIAL (env.bfcl_simple.rules=training)")
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not a checkpoint", "no_state_dict"])
+def test_a_bad_checkpoint_is_refused_with_its_path(tmp_path, content):
+    from evaluate import load_weights
+
+    ckpt = tmp_path / "run.ckpt"
+    if content == "no_state_dict":
+        torch.save({"epoch": 0}, ckpt)
+    elif content is not None:
+        ckpt.write_bytes(content)
+    with pytest.raises((ValueError, FileNotFoundError), match=f"ckpt_path={ckpt}: "):
+        load_weights(torch.nn.Linear(2, 2), str(ckpt))  # the file is refused before the module is touched
