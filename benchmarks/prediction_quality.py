@@ -1,10 +1,10 @@
 """Where envsched's ranking falls short: rank AUC of its predictions against the truth, per step.
 
-    python -m benchmarks.prediction_quality [--world default] [--seeds 3] [--checkpoints 10 20 40 80]
+    python -m benchmarks.prediction_quality [--world default] [--seeds 3] [--checkpoints 10 20 40 80] [--gnn]
 
 For tasks never tried and tasks tried, at each checkpoint step: the share that is truly
 informative (p(1 - p) > 0.1), and the rank AUC (0.5 = no better than chance) of envsched's
-prediction, of its closed form and GNN separately, of the mean last-observed informativeness of the
+prediction, of its closed form (and, with `--gnn`, of its learned GNN) separately, of the mean last-observed informativeness of the
 task's classmates (same visible signature; computable from the same rollouts), and of the
 classmates' true current p(1 - p) (the ceiling of any prediction from siblings; no scheduler sees
 it). Means over seeds.
@@ -37,10 +37,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--world", default="default", choices=sorted(WORLD_PRESETS))
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--checkpoints", type=int, nargs="+", default=[10, 20, 40, 80])
+    p.add_argument("--gnn", action="store_true", help="envsched with its learned GNN on (use_gnn=true): adds a gnn column")
     a = p.parse_args(argv)
     set_torch_threads(threads_setting(1))  # small graph ops: one thread unless OMP_NUM_THREADS says otherwise
     world = make_world(a.world)
-    rows = summarize([prediction_quality(world, s, a.checkpoints) for s in range(a.seeds)])
+    rows = summarize([prediction_quality(world, s, a.checkpoints, use_gnn=a.gnn) for s in range(a.seeds)])
     print(format_table(rows, f"Prediction rank AUC, simulated world `{a.world}` ({a.seeds} seeds)"))
     return rows
 

@@ -78,7 +78,7 @@ def prediction_quality(world: SimWorld, seed: int, checkpoints: Sequence[int] = 
             predictors = {
                 "envsched": sched.predict(),
                 "closed_form": sched.predict_ppr(),
-                "gnn": sched.predict_gnn() if sched.gnn is not None else None,
+                **({"gnn": sched.predict_gnn()} if sched.gnn is not None else {}),  # with use_gnn=True
                 "observed_classmates": classmate_mean(seen_value, classes, h.observed, fallback),
                 "true_classmates (ceiling)": classmate_mean(value, classes, np.ones_like(h.observed), 0.0),
             }
@@ -86,7 +86,7 @@ def prediction_quality(world: SimWorld, seed: int, checkpoints: Sequence[int] = 
                 row = {"step": step, "group": group, "tasks": int(mask.sum()),
                        "informative_share": float(np.mean(value[mask] > INFORMATIVE)) if mask.any() else float("nan")}
                 for name, score in predictors.items():
-                    row[name] = float("nan") if score is None else rank_auc(score[mask], value[mask] > INFORMATIVE)
+                    row[name] = rank_auc(score[mask], value[mask] > INFORMATIVE)
                 rows.append(row)
         groups = learner.rollout(sched.select(batch_size))
         learner.learn(groups)

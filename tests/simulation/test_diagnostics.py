@@ -38,3 +38,10 @@ def test_tried_tasks_rank_better_than_their_classmates_say_and_the_ceiling_sits_
     assert tried["envsched"] > tried["observed_classmates"] + 0.05
     # never-tried tasks: propagation carries information, and knowing siblings' truth would carry more
     assert 0.55 < untried["envsched"] < untried["true_classmates (ceiling)"]
+
+
+def test_the_gnn_column_is_there_only_when_the_gnn_is_on():
+    world = make_world("default")
+    assert "gnn" not in prediction_quality(world, seed=0, checkpoints=(2,))[0]
+    row = prediction_quality(world, seed=0, checkpoints=(2,), use_gnn=True)[1]
+    assert 0.0 <= row["gnn"] <= 1.0
