@@ -200,7 +200,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     if trainer.is_global_zero:
         print("\n".join(f"{name}: {path}" for name, path in paths.items()))
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    end_process_group()  # every rank finished fit(); gloo's threads must not outlive the interpreter
+    if trainer.world_size > 1:  # every rank finished fit(); gloo's threads must not outlive the interpreter.
+        end_process_group()  # (one process: the group, if any, is the vLLM engine's, which it ends itself)
     return {"metrics": metrics, **paths, "objects": {"datamodule": datamodule, "model": model, "trainer": trainer}}
 
 

@@ -1,0 +1,23 @@
+"""`train.py` end to end on the real vLLM engine: the 8B experiment's path on the tiny checkpoint.
+
+What `make rehearsal` runs, at a smaller batch, plus what a user reads: the run exits cleanly,
+with no traceback from the engine's shutdown (vLLM ends its own single-process group at exit;
+train.py must leave that group alone)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_vllm_training_run_finishes_without_a_shutdown_traceback(checkpoint_dir, tmp_path):
+    args = [sys.executable, str(REPO / "train.py"), "experiment=envsched_qwen3_8b", f"model_path={checkpoint_dir}",
+            "trainer=cpu", "model.policy.dtype=float32", "steps=1", "data.steps_per_epoch=1", "data.batch_size=4",
+            "model.grpo.group_size=2", "data.eval_per_env=1", "env=[banking,calendar]", f"hydra.run.dir={tmp_path}", f"output_dir={tmp_path}"]  # fmt: skip
+    run = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "step 1/1 | reward " in run.stdout and "done: 1 GRPO steps" in run.stdout
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
