@@ -1,6 +1,7 @@
 """Rollout efficiency on real GRPO training: every scheduler, several seeds, one warm start.
 
     python -m benchmarks.grpo_efficiency [--seeds 3] [--steps 120] [--bfcl ../shared/data] [--out DIR]
+    python -m benchmarks.grpo_efficiency --data ../shared/data [--benchmark-envs bfcl_simple ...]   # with benchmark tasks
     python -m benchmarks.grpo_efficiency --replot DIR/grpo_efficiency.json --out docs/   # redraw only
 
 Each run is the application's own path (Hydra `experiment=tiny_cpu` composed with
@@ -11,6 +12,10 @@ Each run is the application's own path (Hydra `experiment=tiny_cpu` composed wit
   quota and penalty; random stays uniform), no callback adds constraints to the baselines;
 - held-out tasks (never scheduled) are scored greedily every `--eval-every` steps; with `--bfcl`
   a BFCL-v3 `simple` subset is scored as well, as an environment never trained on.
+With `--data`, benchmark environments (conf/env names, `--benchmark-envs`) join the built-in worlds
+as training environments: the same `TaskSubset` of each in every run (up to `--tasks-per-env`
+tasks, `--eval-per-env` of them held out, as for a world), and `benchmark_oracle` scripts their
+training tasks' ground truth for the warm start, which the benchmark data does not ship.
 Every run spends the same rollouts (steps x batch x group). Prints a Markdown table (held-out score
 at equal steps, per environment at the end, steps and rollouts to reach random's final score, the
 ratio, zero-variance share, wall time) and writes JSON and a PNG under `--out`: held-out score vs
@@ -35,12 +40,74 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchmarks.stats import bootstrap, mean_curve_band, paired_difference, verdict
+from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 SCHEDULERS = ("random", "plr", "mopps", "greso", "sec", "envsched")
+# one environment of each benchmark whose prompts fit the tiny model's 2,048 positions and whose solving
+# turns mostly fit 64 new tokens (ACEBench's single_turn_single_function calls take about 90)
+BENCHMARK_ENVS = ("bfcl_simple", "acebench_normal_similar_api", "tau_retail")
+
+
+# ------------------------------------------------------------------------------------ benchmark pool
+def benchmark_oracle(task: Task, env: Environment) -> list[str]:
+    """The assistant turns that solve a BFCL / ACEBench / tau-bench task, scripted from its ground truth.
+
+    The benchmark data ships no scripted episodes, and without them the warm start would teach the
+    tiny model only the built-in worlds. tau-bench: the task's write actions in one turn (its
+    instruction holds every id they need, and the reward reads only the final database and the
+    answer), then an answer holding the required outputs. Raises ValueError where there is no script."""
+    from envsched_lightning.envs.acebench import AceBenchEnvironment, ground_truth_answer
+    from envsched_lightning.envs.bfcl import BfclEnvironment, ground_truth_calls
+    from envsched_lightning.envs.parsing import render_assistant_turn
+    from envsched_lightning.envs.tau_bench import READ_ONLY, TauEnvironment
+
+    truth = task.ground_truth
+    if isinstance(env, BfclEnvironment) and task.max_turns == 1 and truth.get("possible_answer"):
+        return [render_assistant_turn("", ground_truth_calls(truth["question"], truth["possible_answer"]))]
+    if isinstance(env, AceBenchEnvironment) and not env.category.startswith("normal_multi_turn"):
+        calls, text = ground_truth_answer(env.category, truth["record"], truth["truth"])
+        return [render_assistant_turn("", calls) if calls else text]
+    if isinstance(env, TauEnvironment):
+        writes = [ToolCall(a["name"], a["kwargs"]) for a in truth["actions"] if a["name"] not in READ_ONLY]
+        answer = " ".join(["Done.", *truth.get("outputs", [])])
+        return ([render_assistant_turn("", writes)] if writes else []) + [answer]
+    raise ValueError(f"task {task.spec.key} has no scripted ground truth in this benchmark")
+
+
+class TaskSubset(Environment):
+    """A fixed subset of a benchmark environment, the same in every run: the tasks are sized like a world's.
+
+    Up to `num_tasks` tasks with the smallest key hash; the held-out split hashes the same keys, so
+    a larger subset keeps the same held-out tasks. Scores, names and verdicts are the wrapped
+    environment's; only the task list is cut, and the warm start gets `benchmark_oracle`'s scripts."""
+
+    def __init__(self, env: Environment, num_tasks: int) -> None:
+        self.env, self.name, self.num_tasks = env, env.name, num_tasks
+        self._tasks: list[Task] | None = None
+
+    def tasks(self) -> list[Task]:
+        if self._tasks is None:
+            from datamodules.task_pool import split_held_out
+
+            self._tasks = split_held_out(list(self.env.tasks()), self.num_tasks)[1]  # smallest hashes, in order
+        return list(self._tasks)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self.env.tool_schemas()
+
+    def tools_for(self, task: Task) -> list[dict[str, Any]]:
+        return self.env.tools_for(task)
+
+    def reset(self, task: Task) -> Episode:
+        return self.env.reset(task)
+
+    def oracle_turns(self, task: Task) -> list[str]:
+        """What the warm start trains on (see `default_oracle`); ValueError: none for this task."""
+        return benchmark_oracle(task, self.env)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,18 +125,28 @@ class Setup:
     warm_steps: int = 60
     bfcl: str | None = None  # data folder holding bfcl_v3/; None: no BFCL evaluation
     bfcl_tasks: int = 24
+    data: str | None = None  # data folder of the benchmark environments; None: built-in worlds only
+    benchmark_envs: tuple[str, ...] = ()  # conf/env names trained on as well (needs `data`)
+    max_seq_len: int = 512  # tokens per episode; benchmark prompts need up to the model's 2,048 positions
+
+    @property
+    def trained_envs(self) -> tuple[str, ...]:
+        """Every environment trained on and scored: the built-in worlds, then the benchmark ones."""
+        return self.envs + self.benchmark_envs
 
     def overrides(self, scheduler: str, seed: int, out: Path) -> list[str]:
         ov = [
             "experiment=tiny_cpu", f"scheduler={scheduler}", f"seed={seed}", "callbacks=none", "logger=none",
-            f"env=[{','.join(self.envs)}]", f"output_dir={out}",
+            f"env=[{','.join(self.trained_envs)}]", f"output_dir={out}",
             f"data.batch_size={self.batch_size}", f"data.steps_per_epoch={self.eval_every}",
-            f"data.eval_per_env={self.eval_per_env}", f"data.val_batch_size={self.eval_per_env * len(self.envs)}",
+            f"data.eval_per_env={self.eval_per_env}", f"data.val_batch_size={self.eval_per_env * len(self.trained_envs)}",
             f"steps={self.steps}", "++trainer.enable_checkpointing=false",
             f"model.grpo.group_size={self.group_size}", f"model.sampling.max_new_tokens={self.max_new_tokens}",
-            f"model.warm_start.steps={self.warm_steps}",
+            f"model.warm_start.steps={self.warm_steps}", f"model.grpo.max_seq_len={self.max_seq_len}",
         ]  # fmt: skip
         ov += [f"++env.{e}.num_tasks={self.tasks_per_env}" for e in self.envs]
+        if self.benchmark_envs:
+            ov += [f"++env.{e}.data_dir={Path(self.data).resolve()}" for e in self.benchmark_envs]
         if self.bfcl:
             ov += ["+data.eval_envs.bfcl_simple._target_=envsched_lightning.envs.bfcl.BfclEnvironment",
                    f"+data.eval_envs.bfcl_simple.data_dir={Path(self.bfcl).resolve()}",
@@ -81,7 +158,24 @@ def _compose(setup: Setup, scheduler: str, seed: int, out: Path):
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose("train", overrides=setup.overrides(scheduler, seed, out))
+        cfg = compose("train", overrides=setup.overrides(scheduler, seed, out))
+    return pool_envs(cfg, setup)
+
+
+def pool_envs(cfg: Any, setup: Setup) -> Any:
+    """Only the trained environments, each benchmark one wrapped in a `TaskSubset` of `tasks_per_env` tasks.
+
+    `experiment=tiny_cpu` sizes its three worlds under `env`, which leaves a stub without `_target_`
+    for any of them that `env=[...]` did not select."""
+    from omegaconf import open_dict
+
+    with open_dict(cfg):
+        for name in [n for n in cfg.env if n not in setup.trained_envs]:
+            del cfg.env[name]
+        for name in setup.benchmark_envs:
+            cfg.env[name] = {"_target_": "benchmarks.grpo_efficiency.TaskSubset", "env": cfg.env[name],
+                             "num_tasks": setup.tasks_per_env}  # fmt: skip
+    return cfg
 
 
 def _build(setup: Setup, scheduler: str, seed: int, out: Path) -> tuple[Any, Any, Any]:
@@ -138,7 +232,7 @@ def run_one(setup: Setup, scheduler: str, seed: int, warm_path: str, out: Path) 
         raise RuntimeError("the warm start was made with another tokenizer; delete it and rerun")
     model.model.load_state_dict(warm["model"])
     model.warm_started = True
-    record: dict[str, list] = {"zero_var": [], "reward": [], "envs": [], "evals": []}
+    record: dict[str, list] = {"zero_var": [], "reward": [], "envs": [], "group_rewards": [], "evals": []}
 
     class Recorder(Callback):
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
@@ -146,6 +240,7 @@ def run_one(setup: Setup, scheduler: str, seed: int, warm_path: str, out: Path) 
             record["zero_var"].append(float(np.mean([np.std(g.rewards) < ZERO_STD_EPS for g in groups])))
             record["reward"].append(float(np.mean([np.mean(g.rewards) for g in groups])))
             record["envs"].append([dm.specs[g.index].env for g in groups])
+            record["group_rewards"].append([float(np.mean(g.rewards)) for g in groups])  # per-env training reward
 
         def on_validation_end(self, trainer, pl_module) -> None:
             record["evals"].append({"step": dm.step, "scores": _scores(trainer.callback_metrics)})
@@ -169,8 +264,8 @@ def _mean_score(scores: dict[str, float], envs: tuple[str, ...]) -> float:
 def curves(runs: list[dict], warm: dict, setup: Setup) -> tuple[np.ndarray, np.ndarray]:
     """(steps [E+1], scores [seeds, E+1]): mean held-out score over the trained environments."""
     steps = np.array([0] + [e["step"] for e in runs[0]["evals"]])
-    start = _mean_score(warm["scores"], setup.envs)
-    scores = np.array([[start] + [_mean_score(e["scores"], setup.envs) for e in r["evals"]] for r in runs])
+    start = _mean_score(warm["scores"], setup.trained_envs)
+    scores = np.array([[start] + [_mean_score(e["scores"], setup.trained_envs) for e in r["evals"]] for r in runs])
     return steps, scores
 
 
@@ -295,8 +390,8 @@ def plot(results: dict[str, list[dict]], warm: dict, setup: Setup, path: Path | 
     ax.set_ylabel("held-out score (mean over trained environments)")
     seeds = sorted({len(r) for r in results.values()})
     n = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-    ax.set_title(f"tiny Qwen3 GRPO on {', '.join(setup.envs)}: mean of {n} seeds (band: 95% bootstrap CI)", pad=8,
-                 fontsize=10)  # fmt: skip
+    ax.set_title(f"tiny Qwen3 GRPO, mean of {n} seeds (band: 95% bootstrap CI)\non {', '.join(setup.trained_envs)}",
+                 pad=8, fontsize=9)  # fmt: skip  (two lines: a pool with benchmark environments is a long list)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, ncol=2)
     fig.tight_layout()
@@ -309,7 +404,7 @@ def replot(data: dict[str, Any], out: Path) -> Path:
     """Redraw `grpo_efficiency.png` under `out` from a saved `grpo_efficiency.json`; trains nothing."""
     fields = {f.name for f in dataclasses.fields(Setup)}
     kw = {k: v for k, v in data["setup"].items() if k in fields}
-    setup = Setup(**kw | {"envs": tuple(kw["envs"])})
+    setup = Setup(**kw | {"envs": tuple(kw["envs"]), "benchmark_envs": tuple(kw.get("benchmark_envs", ()))})
     out.mkdir(parents=True, exist_ok=True)
     plot(data["runs"], data["warm"], setup, out / "grpo_efficiency.png")
     return out / "grpo_efficiency.png"
@@ -328,6 +423,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--tasks-per-env", type=int, default=Setup.tasks_per_env)
     p.add_argument("--eval-per-env", type=int, default=Setup.eval_per_env)
     p.add_argument("--bfcl", default=None, help="folder holding bfcl_v3/: also score a BFCL-v3 simple subset")
+    p.add_argument("--data", default=None, help="benchmark data folder (bfcl_v3/, acebench/, tau_bench/): train on "
+                   "--benchmark-envs too, each with held-out tasks")  # fmt: skip
+    p.add_argument("--benchmark-envs", nargs="*", default=list(BENCHMARK_ENVS), help="conf/env names used with --data")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="default: 32, or 64 with --data")
+    p.add_argument("--max-seq-len", type=int, default=None, help="default: 512, or 2048 with --data")
+    p.add_argument("--warm-steps", type=int, default=None, help="default: 60, or 300 with --data (measured: "
+                   "60 leave the SFT loss at 3.3 on the mixed pool, 300 at 0.3)")  # fmt: skip
     p.add_argument("--workers", type=int, default=2, help="runs in parallel (one CPU thread each)")
     p.add_argument("--out", default="outputs/grpo_efficiency")
     p.add_argument("--replot", metavar="JSON", help="redraw the PNG under --out from a saved grpo_efficiency.json; runs nothing")
@@ -338,8 +440,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return data["rows"]
     if a.steps % a.eval_every:
         p.error("--steps must be a multiple of --eval-every")
+    if a.bfcl and a.data and "bfcl_simple" in a.benchmark_envs:
+        p.error("--bfcl scores bfcl_simple as never trained on, but --data trains on it: drop one")
+    pool = bool(a.data)  # benchmark prompts and calls are longer, and the warm start has more to learn
     setup = Setup(steps=a.steps, eval_every=a.eval_every, batch_size=a.batch_size, group_size=a.group_size,
-                  tasks_per_env=a.tasks_per_env, eval_per_env=a.eval_per_env, bfcl=a.bfcl)  # fmt: skip
+                  tasks_per_env=a.tasks_per_env, eval_per_env=a.eval_per_env, bfcl=a.bfcl, data=a.data,
+                  benchmark_envs=tuple(a.benchmark_envs) if pool else (), warm_steps=a.warm_steps or (300 if pool else 60),
+                  max_new_tokens=a.max_new_tokens or (64 if pool else 32),
+                  max_seq_len=a.max_seq_len or (2048 if pool else 512))  # fmt: skip
     names = ["random"] + [n for n in a.schedulers if n != "random"]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -360,7 +468,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for runs in results.values():
         runs.sort(key=lambda r: r["seed"])
     rows = summarize(results, warm, setup)
-    title = (f"GRPO, tiny Qwen3, {', '.join(setup.envs)} ({setup.tasks_per_env} tasks each, {setup.eval_per_env} "
+    title = (f"GRPO, tiny Qwen3, {', '.join(setup.trained_envs)} ({setup.tasks_per_env} tasks each, {setup.eval_per_env} "
              f"held out), batch {setup.batch_size} x G{setup.group_size}, {setup.steps} steps, {a.seeds} seeds")  # fmt: skip
     print(format_table([display(r) for r in rows], title))
     for line in verdicts(results, warm, setup, rows):

@@ -67,6 +67,10 @@ RULES = [
     Rule(r"scripts/gpu_smoke\.sh", None, "needs a CUDA GPU (its --device cpu check of the script took 12 min on 2 cores)"),
     Rule(r"benchmarks\.engine_throughput", "--rounds 1 --tasks-per-world 1 --group 2 --max-new-tokens 8", "1 round"),
     Rule(r"benchmarks\.grpo_efficiency --replot", "--out {tmp}", "re-plots the results of the run below"),
+    Rule(r"benchmarks\.grpo_efficiency --data",
+         "--seeds 1 --steps 2 --eval-every 2 --batch-size 3 --group-size 2 --tasks-per-env 6 --eval-per-env 1 "
+         "--warm-steps 4 --schedulers random envsched --workers 1 --out {tmp}/grpo_efficiency_pool",
+         "2 steps, 1 seed, 2 schedulers, 4 warm-start steps"),  # fmt: skip
     Rule(r"benchmarks\.grpo_efficiency",
          "--seeds 1 --steps 2 --eval-every 2 --batch-size 3 --group-size 2 --tasks-per-env 6 --eval-per-env 1 "
          "--schedulers random envsched --workers 1 --out {tmp}/grpo_efficiency", "2 steps, 1 seed, 2 schedulers"),  # fmt: skip
