@@ -23,12 +23,12 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 from envsched_lightning.envs import make_env  # noqa: E402
 from envsched_lightning.models import load_pretrained_qwen3  # noqa: E402
-from envsched_lightning.models.checkpoint import write_checkpoint  # noqa: E402
+from envsched_lightning.models.checkpoint import REHEARSAL_LORA, REHEARSAL_TEMPLATE_KW, write_checkpoint  # noqa: E402
 from envsched_lightning.rollout import HFEngine, SamplingConfig, run_agent_loop  # noqa: E402
 from envsched_lightning.rollout.vllm_engine import VLLMEngine  # noqa: E402
 
-KW = {"enable_thinking": False}
-LORA = dict(r=8, alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+KW = REHEARSAL_TEMPLATE_KW
+LORA = REHEARSAL_LORA
 
 
 def measure(engine, tokenizer, items, group: int, sampling: SamplingConfig) -> tuple[float, int]:

@@ -1,6 +1,7 @@
 """Seconds per GRPO step, rollout and train tokens/s: our GRPO step against TRL's `GRPOTrainer`, one run.
 
     .venv/bin/python -m benchmarks.trl_throughput [--steps 6] [--batch 8] [--group 4] [--max-new-tokens 32]
+    .venv-vllm/bin/python -m benchmarks.trl_throughput --model rehearsal   # + our step on the vLLM CPU engine
 
 Both trainers get the same tiny Qwen3 (same seed, same offline tokenizer), the same prompts
 (single-turn tool calls from the built-in `banking` world, rendered by the same chat template),
@@ -11,6 +12,13 @@ per GRPO step (TRL: `steps_per_generation=1`, `num_iterations=1`; ours: `ppo_epo
 its first model turn, as TRL's completion does). TRL: `GRPOTrainer.train()` scored by the same
 environment's verifier (`adapters.tasks.EnvReward`). The first step is excluded (warm-up); the table
 gives medians over the rest and the ratio to TRL.
+
+`--model tiny` (default): the in-memory tiny Qwen3 (head_dim 16), every weight trained. `--model
+rehearsal`: the `make rehearsal` checkpoint shape (head_dim 128, Qwen3's chat template, a short SFT
+so it writes tool calls), written to a temporary folder and loaded with the same LoRA adapter by
+every row (TRL trains the adapter of the same PEFT model); where vLLM is installed, a third row runs
+our step with the vLLM CPU engine (base weights from the folder, the adapter synced after each
+optimiser step), since vLLM's CPU attention rejects head_dim 16.
 
 Where the time goes is printed too: generation vs the rest (log-probs, loss, backward, optimiser;
 TRL's reward scoring included). Our step skips the backward pass for groups whose rewards are all
@@ -23,16 +31,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import statistics
 import tempfile
 import time
 from functools import partial
 from typing import Any
 
-import torch
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process (as make test-vllm)
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB: a tiny model's cache
 
-from envsched_lightning.envs import make_env
-from envsched_lightning.models import tiny_qwen3_policy
+import torch  # noqa: E402
+
+from envsched_lightning.envs import make_env  # noqa: E402
+from envsched_lightning.models import Policy, load_pretrained_qwen3, tiny_qwen3_policy  # noqa: E402
+from envsched_lightning.models.checkpoint import REHEARSAL_LORA, REHEARSAL_TEMPLATE_KW, write_checkpoint  # noqa: E402
 
 WORLD = "banking"
 
@@ -42,17 +55,44 @@ def _items(tasks: int) -> list[tuple[Any, Any]]:
     return [(dataclasses.replace(t, max_turns=1), env) for t in env.tasks()]  # single turn, as TRL generates
 
 
-def run_ours(a: argparse.Namespace) -> list[dict[str, float]]:
+def _policy(a: argparse.Namespace, env: Any) -> Policy:
+    """The model every row starts from: the tiny in-memory Qwen3, or the rehearsal checkpoint with LoRA."""
+    if a.model_dir is None:
+        return tiny_qwen3_policy(envs=[env], seed=0)
+    torch.manual_seed(0)  # the same adapter initialisation in every row
+    return load_pretrained_qwen3(a.model_dir, dtype="float32", lora=REHEARSAL_LORA, gradient_checkpointing=False)
+
+
+def _template_kwargs(a: argparse.Namespace) -> dict[str, Any]:
+    return dict(REHEARSAL_TEMPLATE_KW) if a.model_dir is not None else {}
+
+
+def vllm_available() -> bool:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_ours(a: argparse.Namespace, engine: str = "hf") -> list[dict[str, float]]:
     import lightning as L
     from torch.utils.data import DataLoader
 
     from envsched_lightning.module import GRPOModule, TaskBatch
 
     items = _items(a.batch * a.steps)
-    policy = tiny_qwen3_policy(envs=[items[0][1]], seed=0)
-    module = GRPOModule(policy, optimizer=partial(torch.optim.AdamW, lr=a.lr),
+    policy = _policy(a, items[0][1])
+    factory = None
+    if engine == "vllm":
+        from envsched_lightning.rollout.vllm_engine import VLLMEngine
+
+        factory = partial(VLLMEngine, model_path=a.model_dir, dtype="float32", max_model_len=2048,
+                          max_lora_rank=REHEARSAL_LORA["r"], enforce_eager=True, seed=0)  # fmt: skip
+    module = GRPOModule(policy, optimizer=partial(torch.optim.AdamW, lr=a.lr), engine=factory,
                         sampling=dict(max_new_tokens=a.max_new_tokens, temperature=1.0, top_p=1.0, top_k=0),
-                        grpo=dict(group_size=a.group, micro_batch_size=a.batch * a.group, max_seq_len=1024))  # fmt: skip
+                        grpo=dict(group_size=a.group, micro_batch_size=a.batch * a.group, max_seq_len=1024),
+                        chat_template_kwargs=_template_kwargs(a))  # fmt: skip
     rows: list[dict[str, float]] = []
 
     class Clock(L.Callback):
@@ -94,8 +134,8 @@ def run_trl(a: argparse.Namespace) -> list[dict[str, float]]:
     from envsched_lightning.adapters.tasks import EnvReward, prompt_records
 
     items = _items(a.batch * a.steps)
-    policy = tiny_qwen3_policy(envs=[items[0][1]], seed=0)
-    dataset = Dataset.from_list(prompt_records(items, policy.tokenizer))
+    policy = _policy(a, items[0][1])
+    dataset = Dataset.from_list(prompt_records(items, policy.tokenizer, _template_kwargs(a)))
     rows: list[dict[str, float]] = []
     gen = {"s": 0.0}
 
@@ -149,16 +189,28 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--model", choices=("tiny", "rehearsal"), default="tiny",
+                   help="tiny: in-memory, full-parameter; rehearsal: head_dim-128 checkpoint with LoRA (+ vLLM row)")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    results = {}
-    for name, run in (("TRL GRPOTrainer", run_trl), ("ours (HF engine)", run_ours)):
-        t0 = time.perf_counter()
-        rows = run(a)
-        results[name] = {k: _median(rows, k) for k in ("seconds", "gen_s", "rollout_tok_s", "train_tok_s", "gen_tokens")}
-        results[name]["wall"] = time.perf_counter() - t0
+    runs = [("TRL GRPOTrainer", run_trl), ("ours (HF engine)", run_ours)]
+    with tempfile.TemporaryDirectory(prefix="tiny-qwen3-") as folder:
+        a.model_dir = None
+        if a.model == "rehearsal":
+            a.model_dir = str(write_checkpoint(folder, [make_env(WORLD)], sft_steps=100,
+                                               chat_template_kwargs=REHEARSAL_TEMPLATE_KW))  # fmt: skip
+            if vllm_available():
+                runs.append(("ours (vLLM CPU engine)", partial(run_ours, engine="vllm")))
+        results = {}
+        for name, run in runs:
+            t0 = time.perf_counter()
+            rows = run(a)
+            results[name] = {k: _median(rows, k) for k in ("seconds", "gen_s", "rollout_tok_s", "train_tok_s", "gen_tokens")}
+            results[name]["wall"] = time.perf_counter() - t0
     base = results["TRL GRPOTrainer"]["seconds"]
-    print(f"{WORLD}, {a.batch} tasks x G{a.group}, {a.max_new_tokens} new tokens, {a.steps} steps (first excluded), 1 thread")
+    model = "rehearsal checkpoint, LoRA r8" if a.model == "rehearsal" else "tiny Qwen3, full-parameter"
+    print(f"{WORLD}, {model}, {a.batch} tasks x G{a.group}, {a.max_new_tokens} new tokens, {a.steps} steps "
+          "(first excluded), 1 thread")  # fmt: skip
     print("| trainer | s/step | ratio to TRL (lower is faster) | generation s | rollout tok/s | train tok/s | tokens generated |")
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():

@@ -23,12 +23,13 @@ import torch  # noqa: E402
 
 from envsched_lightning.grpo.logprobs import masked_token_logprobs  # noqa: E402
 from envsched_lightning.models import load_pretrained_qwen3  # noqa: E402
+from envsched_lightning.models.checkpoint import REHEARSAL_LORA, REHEARSAL_TEMPLATE_KW  # noqa: E402
 from envsched_lightning.rollout.vllm_engine import VLLMEngine, import_vllm  # noqa: E402
 
 import_vllm()  # collection fails here, loudly, when vLLM is missing
 
-KW = {"enable_thinking": False}  # as conf/model/qwen3_8b.yaml
-LORA = dict(r=8, alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+KW = REHEARSAL_TEMPLATE_KW
+LORA = REHEARSAL_LORA
 TOL = 1e-4
 """Largest |vLLM log-prob - training-model log-prob| accepted per sampled token (both fp32)."""
 

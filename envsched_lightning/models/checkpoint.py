@@ -39,6 +39,11 @@ REHEARSAL_QWEN3 = dict(
     tie_word_embeddings=False,
 )
 THINK_TOKENS = ("<think>", "</think>")  # single tokens in Qwen3's vocabulary; appended after the BPE vocab
+# how the rehearsal checkpoint is trained and prompted next to vLLM: LoRA on every projection (vLLM
+# serves base weights plus an adapter), chat template without thinking (as conf/model/qwen3_8b.yaml)
+REHEARSAL_LORA = dict(r=8, alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                     "down_proj"])  # fmt: skip
+REHEARSAL_TEMPLATE_KW = {"enable_thinking": False}
 
 
 def rehearsal_policy(envs: Sequence[Environment], vocab_size: int = 2048, seed: int = 0) -> Policy:
