@@ -22,18 +22,19 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 from envsched_lightning.envs import make_env  # noqa: E402
-from envsched_lightning.models import load_pretrained_qwen3  # noqa: E402
-from envsched_lightning.models.checkpoint import REHEARSAL_LORA, REHEARSAL_TEMPLATE_KW, write_checkpoint  # noqa: E402
+from envsched_lightning.models.checkpoint import (  # noqa: E402
+    REHEARSAL_TEMPLATE_KW,
+    load_rehearsal_policy,
+    write_checkpoint,
+)
 from envsched_lightning.rollout import HFEngine, SamplingConfig, run_agent_loop  # noqa: E402
 from envsched_lightning.rollout.vllm_engine import VLLMEngine  # noqa: E402
-
-KW = REHEARSAL_TEMPLATE_KW
-LORA = REHEARSAL_LORA
 
 
 def measure(engine, tokenizer, items, group: int, sampling: SamplingConfig) -> tuple[float, int]:
     t0 = time.perf_counter()
-    batch = run_agent_loop(engine, tokenizer, items, group, sampling, max_seq_len=4096, chat_template_kwargs=KW)
+    batch = run_agent_loop(engine, tokenizer, items, group, sampling, max_seq_len=4096,
+                           chat_template_kwargs=REHEARSAL_TEMPLATE_KW)  # fmt: skip
     seconds = time.perf_counter() - t0
     return seconds, sum(e.gen_tokens for e in batch.episodes)
 
@@ -48,8 +49,9 @@ def main() -> None:
 
     worlds = [make_env(n) for n in ("banking", "calendar", "filesystem")]
     items = [(t, env) for env in worlds for t in env.tasks()[: args.tasks_per_world]]
-    folder = write_checkpoint(tempfile.mkdtemp(prefix="tiny-qwen3-"), worlds, sft_steps=100, chat_template_kwargs=KW)
-    policy = load_pretrained_qwen3(str(folder), dtype="float32", lora=LORA, gradient_checkpointing=False)
+    folder = write_checkpoint(tempfile.mkdtemp(prefix="tiny-qwen3-"), worlds, sft_steps=100,
+                              chat_template_kwargs=REHEARSAL_TEMPLATE_KW)  # fmt: skip
+    policy = load_rehearsal_policy(folder)
     engines = {
         "hf": HFEngine(policy.model, policy.tokenizer),
         "vllm": VLLMEngine(policy.model, policy.tokenizer, model_path=str(folder), dtype="float32",

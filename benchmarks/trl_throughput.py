@@ -44,8 +44,13 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB: a tiny model's cach
 import torch  # noqa: E402
 
 from envsched_lightning.envs import make_env  # noqa: E402
-from envsched_lightning.models import Policy, load_pretrained_qwen3, tiny_qwen3_policy  # noqa: E402
-from envsched_lightning.models.checkpoint import REHEARSAL_LORA, REHEARSAL_TEMPLATE_KW, write_checkpoint  # noqa: E402
+from envsched_lightning.models import Policy, tiny_qwen3_policy  # noqa: E402
+from envsched_lightning.models.checkpoint import (  # noqa: E402
+    REHEARSAL_LORA,
+    REHEARSAL_TEMPLATE_KW,
+    load_rehearsal_policy,
+    write_checkpoint,
+)
 
 WORLD = "banking"
 
@@ -60,7 +65,7 @@ def _policy(a: argparse.Namespace, env: Any) -> Policy:
     if a.model_dir is None:
         return tiny_qwen3_policy(envs=[env], seed=0)
     torch.manual_seed(0)  # the same adapter initialisation in every row
-    return load_pretrained_qwen3(a.model_dir, dtype="float32", lora=REHEARSAL_LORA, gradient_checkpointing=False)
+    return load_rehearsal_policy(a.model_dir)
 
 
 def _template_kwargs(a: argparse.Namespace) -> dict[str, Any]:

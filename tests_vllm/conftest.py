@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests_vllm.helpers import KW, close, load_policy, make_engine  # first: sets vLLM's environment
+from tests_vllm.helpers import close, load_policy, make_engine  # first: sets vLLM's environment
 
 import pytest  # noqa: E402
 
 from envsched_lightning.envs import make_env  # noqa: E402
-from envsched_lightning.models.checkpoint import write_checkpoint  # noqa: E402
+from envsched_lightning.models.checkpoint import REHEARSAL_TEMPLATE_KW, write_checkpoint  # noqa: E402
 from envsched_lightning.rollout.vllm_engine import VLLMEngine  # noqa: E402
 
 WORLDS = ("banking", "calendar", "filesystem")
@@ -28,7 +28,8 @@ def worlds():
 @pytest.fixture(scope="session")
 def checkpoint_dir(tmp_path_factory, worlds) -> Path:
     """A tiny Qwen3 folder, warmed up on scripted episodes so it writes tool calls (multi-turn episodes)."""
-    return write_checkpoint(tmp_path_factory.mktemp("tiny-qwen3"), worlds, sft_steps=100, chat_template_kwargs=KW)
+    return write_checkpoint(tmp_path_factory.mktemp("tiny-qwen3"), worlds, sft_steps=100,
+                            chat_template_kwargs=REHEARSAL_TEMPLATE_KW)  # fmt: skip
 
 
 @pytest.fixture(scope="session")

@@ -22,21 +22,18 @@ os.environ.setdefault("WANDB_SILENT", "true")
 import torch  # noqa: E402
 
 from envsched_lightning.grpo.logprobs import masked_token_logprobs  # noqa: E402
-from envsched_lightning.models import load_pretrained_qwen3  # noqa: E402
-from envsched_lightning.models.checkpoint import REHEARSAL_LORA, REHEARSAL_TEMPLATE_KW  # noqa: E402
+from envsched_lightning.models.checkpoint import REHEARSAL_LORA, load_rehearsal_policy  # noqa: E402
 from envsched_lightning.rollout.vllm_engine import VLLMEngine, import_vllm  # noqa: E402
 
 import_vllm()  # collection fails here, loudly, when vLLM is missing
 
-KW = REHEARSAL_TEMPLATE_KW
-LORA = REHEARSAL_LORA
 TOL = 1e-4
 """Largest |vLLM log-prob - training-model log-prob| accepted per sampled token (both fp32)."""
 
 
 def load_policy(path: Path, adapter_scale: float = 0.0, seed: int = 0):
     """The checkpoint as the training model (fp32, LoRA); `adapter_scale` > 0 draws a non-zero adapter."""
-    policy = load_pretrained_qwen3(str(path), dtype="float32", lora=LORA, gradient_checkpointing=False)
+    policy = load_rehearsal_policy(path)
     if adapter_scale:
         gen = torch.Generator().manual_seed(seed)
         with torch.no_grad():
@@ -48,7 +45,7 @@ def load_policy(path: Path, adapter_scale: float = 0.0, seed: int = 0):
 
 def make_engine(path: Path, policy, **kwargs) -> VLLMEngine:
     return VLLMEngine(policy.model, policy.tokenizer, model_path=str(path), dtype="float32", max_model_len=4096,
-                      max_lora_rank=8, enforce_eager=True, seed=0, **kwargs)  # fmt: skip
+                      max_lora_rank=REHEARSAL_LORA["r"], enforce_eager=True, seed=0, **kwargs)  # fmt: skip
 
 
 def close(engine: VLLMEngine) -> None:

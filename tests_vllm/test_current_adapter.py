@@ -15,8 +15,9 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from tests_vllm.helpers import KW, TOL, load_policy, logprob_gap
+from tests_vllm.helpers import TOL, load_policy, logprob_gap
 
+from envsched_lightning.models.checkpoint import REHEARSAL_TEMPLATE_KW
 from envsched_lightning.module import GRPOModule, TaskBatch
 from envsched_lightning.rollout.types import Sequences
 
@@ -89,7 +90,8 @@ def fit(engine, policy, items, steps: int, tmp_path, warm_steps: int = 0, ckpt_p
     probe = AgreementProbe(engine, policy.model)
     module = GRPOModule(policy, engine=lambda _model, _tok: probe, optimizer=partial(torch.optim.AdamW, lr=5e-2),
                         sampling=dict(max_new_tokens=48, seed=0), grpo=dict(group_size=GROUP, max_seq_len=2048),
-                        warm_start=dict(steps=warm_steps, lr=2e-2, batch_size=8), chat_template_kwargs=KW)  # fmt: skip
+                        warm_start=dict(steps=warm_steps, lr=2e-2, batch_size=8),
+                        chat_template_kwargs=REHEARSAL_TEMPLATE_KW)  # fmt: skip
     trainer = L.Trainer(max_steps=steps, accelerator="cpu", logger=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=tmp_path, num_sanity_val_steps=0)  # fmt: skip
     trainer.fit(module, datamodule=Data(items, steps), ckpt_path=ckpt_path)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests_vllm.helpers import KW, close, load_policy, make_engine
+from tests_vllm.helpers import close, load_policy, make_engine
 
 from envsched_lightning.models import load_pretrained_qwen3
+from envsched_lightning.models.checkpoint import REHEARSAL_TEMPLATE_KW
 from envsched_lightning.rollout import SamplingConfig, run_agent_loop
 from envsched_lightning.rollout.types import pack_sequences
 
@@ -63,7 +64,7 @@ def test_turns_end_on_every_generation_config_end_token(stuttering_checkpoint, s
 
     env = worlds[0]
     batch = run_agent_loop(stuttering_engine, tok, [(t, env) for t in env.tasks()[:4]], 8, sampling,
-                           max_seq_len=4096, chat_template_kwargs=KW)  # fmt: skip
+                           max_seq_len=4096, chat_template_kwargs=REHEARSAL_TEMPLATE_KW)  # fmt: skip
     assert any(e.turns >= 2 for e in batch.episodes)
     seen_ends = set()
     for ep in batch.episodes:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .chat_template import reference_chat_template
-from .qwen3 import Policy, build_tiny_qwen3
+from .qwen3 import Policy, build_tiny_qwen3, load_pretrained_qwen3
 from .tokenizer import build_offline_tokenizer
 
 if TYPE_CHECKING:
@@ -71,6 +71,11 @@ def warm_up(policy: Policy, envs: Sequence[Environment], steps: int, chat_templa
     renderer = ChatRenderer(policy.tokenizer, chat_template_kwargs)
     items = [(task, env) for env in envs for task in env.tasks()[:64] if len(renderer.prompt(task, env)) <= 512]
     return module.warm_start(items)
+
+
+def load_rehearsal_policy(folder: str | Path) -> Policy:
+    """A written rehearsal checkpoint as the training model vLLM is compared with: fp32, `REHEARSAL_LORA`."""
+    return load_pretrained_qwen3(str(folder), dtype="float32", lora=REHEARSAL_LORA, gradient_checkpointing=False)
 
 
 def write_checkpoint(out_dir: str | Path, envs: Sequence[Environment], sft_steps: int = 150, seed: int = 0,
