@@ -1,15 +1,12 @@
-"""The two collectives the schedule needs under DDP: rank 0's decision out, every rank's groups in.
+"""Rank 0's scheduling decision out to every rank under DDP (every rank's groups come back through
+`envsched_lightning.distributed.gather_lists`).
 
-Without a trainer (or in one process) both are the identity, so the DataModule has no branches.
+Without a trainer (or in one process) it is the identity, so the DataModule has no branches.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
-
-from envsched_lightning.distributed import gather_lists
-
-__all__ = ["broadcast_from_zero", "gather_lists"]
 
 T = TypeVar("T")
 

@@ -24,12 +24,13 @@ from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 from torch.utils.data import DataLoader
 from typing_extensions import override
 
+from envsched_lightning.distributed import gather_lists
 from envsched_lightning.envs.base import Environment, Task
 from envsched_lightning.module import TaskBatch
 from envsched_lightning.scheduling import Decision, RolloutGroup, Scheduler, TaskSpec
 
 from .datasets import HeldOutTasks, ScheduledBatches
-from .distributed import broadcast_from_zero, gather_lists
+from .distributed import broadcast_from_zero
 from .rng import capture_rng, restore_rng
 from .task_pool import build_pool
 
