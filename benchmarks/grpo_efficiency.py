@@ -207,14 +207,14 @@ def warm_start(setup: Setup, out: Path) -> dict[str, Any]:
     _threads()
     cfg, dm, model = _build(setup, "random", 0, out / "warm")
     t0 = time.perf_counter()
-    losses = model.warm_start(dm.warm_start_items())
+    losses = model.warm_start(dm.warm_start_items()) if setup.warm_steps > 0 else []  # 0: start from the bare model
     trainer = _trainer(cfg, [])
     metrics = trainer.validate(model, datamodule=dm, verbose=False)[0]
     path = out / "warm_start.pt"
     import torch
 
     torch.save({"model": model.model.state_dict(), "vocab": _vocab_hash(model.tokenizer)}, path)
-    return {"path": str(path), "scores": _scores(metrics), "loss": [losses[0], losses[-1]],
+    return {"path": str(path), "scores": _scores(metrics), "loss": [losses[0], losses[-1]] if losses else [],
             "seconds": time.perf_counter() - t0}  # fmt: skip
 
 
@@ -410,6 +410,11 @@ def replot(data: dict[str, Any], out: Path) -> Path:
     return out / "grpo_efficiency.png"
 
 
+def _given(value: int | None, default: int) -> int:
+    """An option's value if the user gave one (0 included: `--warm-steps 0` means no warm start), else its default."""
+    return default if value is None else value
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     from envsched_lightning.simulation.report import format_table
 
@@ -445,9 +450,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     pool = bool(a.data)  # benchmark prompts and calls are longer, and the warm start has more to learn
     setup = Setup(steps=a.steps, eval_every=a.eval_every, batch_size=a.batch_size, group_size=a.group_size,
                   tasks_per_env=a.tasks_per_env, eval_per_env=a.eval_per_env, bfcl=a.bfcl, data=a.data,
-                  benchmark_envs=tuple(a.benchmark_envs) if pool else (), warm_steps=a.warm_steps or (300 if pool else 60),
-                  max_new_tokens=a.max_new_tokens or (64 if pool else 32),
-                  max_seq_len=a.max_seq_len or (2048 if pool else 512))  # fmt: skip
+                  benchmark_envs=tuple(a.benchmark_envs) if pool else (), warm_steps=_given(a.warm_steps, 300 if pool else 60),
+                  max_new_tokens=_given(a.max_new_tokens, 64 if pool else 32),
+                  max_seq_len=_given(a.max_seq_len, 2048 if pool else 512))  # fmt: skip
     names = ["random"] + [n for n in a.schedulers if n != "random"]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

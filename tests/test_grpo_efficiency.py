@@ -60,3 +60,15 @@ def test_a_pool_with_a_benchmark_env_trains_and_scores_it_held_out(shared_data, 
     np.testing.assert_allclose(scores[0, -1], np.mean([last["scores"]["banking"], last["scores"]["bfcl_simple"]]))
     row = ge.summarize(results, warm, setup)[0]
     assert "bfcl_simple@2" in row and "banking@2" in row
+
+
+def test_warm_steps_zero_means_no_warm_start(tmp_path, one_thread):
+    """`--warm-steps 0` is a run from the bare model, not the default warm start (an explicit 0 is a value)."""
+    assert ge._given(0, 60) == 0 and ge._given(None, 60) == 60
+    setup = ge.Setup(envs=("banking",), tasks_per_env=6, eval_per_env=2, batch_size=2, group_size=2, steps=2,
+                     eval_every=2, warm_steps=0, max_new_tokens=8)  # fmt: skip
+    warm = ge.warm_start(setup, tmp_path)
+    _, _, bare = ge._build(setup, "random", 0, tmp_path / "bare")  # the same seeded initial weights
+    saved = torch.load(warm["path"], weights_only=True)["model"]
+    assert warm["loss"] == []
+    assert all(torch.equal(saved[k], v) for k, v in bare.model.state_dict().items())
