@@ -7,9 +7,11 @@ reach uniform's 120-step score, the ratio 120 / that, per-seed wins (steps-to-ta
 against that seed's uniform run), rollouts spent, zero-variance share and scheduler time per step.
 DAPO-style dynamic sampling is a reference row: it trains only on informative groups but pays
 for every discarded rollout, so compare its rollouts, not its steps. The oracle row is the
-ceiling: it reads the learner's true pass rates, which no scheduler can see. The class-informed
-row is envsched told the true current class average of every never-tried task (also unseeable):
-how far perfect class-level knowledge of untried tasks would take it.
+ceiling: it reads the learner's true pass rates, which no scheduler can see. The informed rows
+are envsched told what only the simulator knows (`simulation.run_informed`): the true current
+class average of every never-tried task, a tried task's true pass rate at its last group (its
+outcome without the noise of G rollouts) or its true current value (also what training changed
+since), alone or together: how far each kind of knowledge would take it.
 """
 
 from __future__ import annotations
@@ -20,11 +22,17 @@ import time
 from pathlib import Path
 
 from envsched_lightning.scheduling import scheduler_names
-from envsched_lightning.simulation import (WORLD_PRESETS, make_world, run_class_informed, run_dynamic_sampling, run_oracle,
+from envsched_lightning.simulation import (WORLD_PRESETS, make_world, run_dynamic_sampling, run_informed, run_oracle,
                                           run_scheduler)
 from envsched_lightning.simulation.report import format_table, summarize
 from envsched_lightning.threads import set_torch_threads, threads_setting
 
+INFORMED = {  # row label -> what envsched is told (`run_informed`)
+    "envsched told untried tasks' true class mean (reference)": {"untried": "class"},
+    "envsched told tried tasks' true current value (reference)": {"untried": None, "tried": "now"},
+    "envsched told both, tried at their last group (reference)": {"untried": "class", "tried": "last"},
+    "envsched told both, tried now (reference)": {"untried": "class", "tried": "now"},
+}
 ABLATIONS = {
     "envsched -cross_edges": {"cross_edges": False},
     "envsched +gnn (learned correction on)": {"use_gnn": True},
@@ -52,8 +60,8 @@ def run(world: str = "default", seeds: int = 5, steps: int = 120, batch_size: in
         print(f"  {label:34s} {time.perf_counter() - t0:6.1f}s", flush=True)
     if references:
         runs["dapo_dynamic_sampling (reference)"] = [run_dynamic_sampling(w, s, steps, batch_size, group_size) for s in range(seeds)]
-        runs["envsched told untried tasks' true class mean (reference)"] = [
-            run_class_informed(w, s, steps, batch_size, group_size) for s in range(seeds)]
+        for label, told in INFORMED.items():
+            runs[label] = [run_informed(w, s, steps, batch_size, group_size, label=label, **told) for s in range(seeds)]
         runs["oracle: true top p(1-p) (ceiling)"] = [run_oracle(w, s, steps, batch_size, group_size) for s in range(seeds)]
     return runs
 

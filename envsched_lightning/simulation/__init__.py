@@ -2,7 +2,7 @@
 
 from .family import make_world_family, sample_world_params
 from .learner import SimLearner
-from .loop import RunResult, run_class_informed, run_dynamic_sampling, run_oracle, run_scheduler
+from .loop import RunResult, run_class_informed, run_dynamic_sampling, run_informed, run_oracle, run_scheduler
 from .world import WORLD_PRESETS, SimWorld, SimWorldConfig, make_world
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "make_world_family",
     "run_class_informed",
     "run_dynamic_sampling",
+    "run_informed",
     "run_oracle",
     "run_scheduler",
     "sample_world_params",

@@ -27,6 +27,7 @@ class SimLearner:
         self.level = world.skill_init.copy()
         self.task_bonus = np.zeros(len(world.skills))
         self.rollouts = 0
+        self.last_pass_rate = np.zeros(len(world.train_idx))  # per spec: the true pass rate its last group was drawn at
         self._clean_std: dict[int, float] = {}  # noisy rewards: each last group's noise-free std
 
     def pass_rate(self, tasks: np.ndarray) -> np.ndarray:
@@ -39,6 +40,7 @@ class SimLearner:
         """G rollouts of each scheduled task (indices into `world.specs`)."""
         tasks = self.world.train_idx[np.asarray(indices, dtype=np.int64)]
         p = self.pass_rate(tasks)
+        self.last_pass_rate[np.asarray(indices, dtype=np.int64)] = p
         groups = []
         for i, t, pt in zip(indices, tasks, p):
             checks = self.world.config.checks if self.world.continuous[t] else 1  # partial credit: share of checks passed

@@ -89,32 +89,67 @@ def run_dynamic_sampling(
     return res
 
 
-def run_class_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
-                       **options: Any) -> RunResult:
-    """envsched, except that every never-tried task is predicted by the *true* current mean of
-    2 sqrt(p (1 - p)) over its class (same visible signature, `diagnostics.spec_classes`).
+INFORMED = {"untried": (None, "class"), "tried": (None, "last", "now")}
 
-    That is the best any propagation from siblings could know, so the gap from this row to the
-    oracle is what no spec- and rollout-based prediction of untried tasks can close: the
-    instance-level spread within a class. Every member of a class gets the same value (a
-    leave-one-out mean would rank a class's worst instance first). A reference, never a
-    scheduler: it reads the learner's latent state."""
+
+def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
+                 untried: str | None = "class", tried: str | None = None, label: str | None = None,
+                 **options: Any) -> RunResult:
+    """envsched, except that some predictions are replaced by what only the simulator knows: a
+    reference for how far better knowledge of one kind would take it, never a scheduler.
+
+    `untried="class"`: every never-tried task is predicted by the *true* current mean of
+    2 sqrt(p (1 - p)) over its class (same visible signature, `diagnostics.spec_classes`), the
+    best any propagation from siblings could know. Every member of a class gets the same value (a
+    leave-one-out mean would rank a class's worst instance first).
+    `tried="last"`: every tried task by its true pass rate when its last group ran (the group's
+    outcome without the sampling noise of G rollouts, but not what training changed since);
+    `tried="now"`: by its true current value (what also the drift since then would tell).
+    Every value is on the scheduler's own scale, 2 x the reward std: min(1, 2 sqrt(p (1 - p)))."""
+    if untried not in INFORMED["untried"] or tried not in INFORMED["tried"]:
+        raise ValueError(f"untried in {INFORMED['untried']}, tried in {INFORMED['tried']}; got {untried!r}, {tried!r}")
     learner = SimLearner(world, seed=seed, group_size=group_size)
     classes = spec_classes(world.specs)
     class_size = np.bincount(classes)
+    at_last_group = np.zeros(len(world.specs))  # true pass rate of each task's last group
+
+    def informative(p: np.ndarray) -> np.ndarray:
+        return np.minimum(1.0, 2.0 * np.sqrt(p * (1 - p)))
 
     def inform(sched: Any) -> None:
-        own = sched.predict
+        own, own_update = sched.predict, sched.update
 
         def predict() -> np.ndarray:
-            p = learner.pass_rate(world.train_idx)
-            truth = (np.bincount(classes, weights=np.minimum(1.0, 2.0 * np.sqrt(p * (1 - p)))) / class_size)[classes]
-            return np.where(sched.history.observed, own(), truth).astype(np.float32)
+            out = own()
+            observed = sched.history.observed
+            if untried is not None or tried == "now":
+                p = learner.pass_rate(world.train_idx)
+            if untried is not None:
+                truth = np.bincount(classes, weights=informative(p)) / class_size
+                out = np.where(observed, out, truth[classes])
+            if tried is not None:
+                out = np.where(observed, informative(p if tried == "now" else at_last_group), out)
+            return out.astype(np.float32)
 
-        sched.predict = predict
+        def update(groups: Any) -> None:
+            nodes = np.asarray([g.index for g in groups], dtype=np.int64)
+            at_last_group[nodes] = learner.last_pass_rate[nodes]
+            own_update(groups)
 
-    return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label="class_informed", setup=inform,
+        sched.predict, sched.update = predict, update
+
+    name = label or "_".join(["informed"] + [f"{k}_{v}" for k, v in (("untried", untried), ("tried", tried)) if v])
+    return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label=name, setup=inform,
                          learner=learner, **options)
+
+
+def run_class_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
+                       **options: Any) -> RunResult:
+    """envsched told every never-tried task's true class mean (`run_informed(untried="class")`).
+
+    The gap from this row to the oracle is what no spec- and rollout-based prediction of untried
+    tasks can close: the instance-level spread within a class."""
+    return run_informed(world, seed, steps, batch_size, group_size, untried="class", label="class_informed", **options)
 
 
 def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8) -> RunResult:

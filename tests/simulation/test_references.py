@@ -1,8 +1,9 @@
-"""The simulator's reference rows: the oracle ceiling above uniform, the class-informed row above envsched at the start."""
+"""The simulator's reference rows: the oracle ceiling above uniform, the informed rows above envsched."""
 
 import numpy as np
+import pytest
 
-from envsched_lightning.simulation import make_world, run_class_informed, run_oracle, run_scheduler
+from envsched_lightning.simulation import make_world, run_class_informed, run_informed, run_oracle, run_scheduler
 
 
 def test_oracle_ceiling_beats_uniform_and_wastes_fewer_groups():
@@ -22,3 +23,18 @@ def test_class_informed_reference_picks_better_untried_tasks_than_envsched_can_a
     blind = run_scheduler(world, "envsched", 0, steps=3)
     assert informed.name == "class_informed" and informed.rollouts[-1] == blind.rollouts[-1]
     assert np.mean(informed.zero_var) < np.mean(blind.zero_var) - 0.2
+
+
+def test_told_tried_tasks_true_values_too_the_informed_reference_wastes_fewer_groups():
+    """Knowing every tried task's true current value on top of the untried classes' means the
+    re-picks stop landing on tasks that saturated or still fail: fewer flat groups, same budget."""
+    world = make_world("default")
+    classes_only = run_class_informed(world, seed=0, steps=10)
+    both = run_informed(world, seed=0, steps=10, untried="class", tried="now")
+    assert both.name == "informed_untried_class_tried_now" and both.rollouts == classes_only.rollouts
+    assert np.mean(both.zero_var) < np.mean(classes_only.zero_var) - 0.05
+
+
+def test_informed_reference_refuses_unknown_knowledge():
+    with pytest.raises(ValueError, match="tried in"):
+        run_informed(make_world("default"), seed=0, steps=1, tried="future")
