@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 # first: importing train points TMPDIR at the repository's .tmp/ (PyG's generated code) unless set
-from train import drop_unselected_envs, quiet_known_noise  # isort: skip
+from train import drop_unselected_envs  # isort: skip
 
 import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf, open_dict  # noqa: E402
 
+from envsched_lightning.console import quiet_known_noise  # noqa: E402
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
 
 

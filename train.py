@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
+from envsched_lightning.console import quiet_known_noise  # noqa: E402
 from envsched_lightning.distributed import end_process_group  # noqa: E402
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
 
@@ -84,38 +84,6 @@ def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> Non
 
 
 log = logging.getLogger(__name__)
-NOISE = (
-    r".*isinstance\(treespec, LeafSpec\)` is deprecated.*",  # Lightning internals on torch >= 2.13
-    r".*You have overridden `transfer_batch_to_device` in `LightningModule` but have passed in a `LightningDataModule`.*",
-    r".*Your `IterableDataset` has `__len__` defined.*",  # the scheduled stream knows its length on purpose
-)
-
-
-class _DropAdvert(logging.Filter):
-    """Lightning >= 2.6 logs an advertisement for its hosted logger on every Trainer without one."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "litlogger" not in record.getMessage()
-
-
-def quiet_known_noise() -> None:
-    """Silence warnings that say nothing about a run, and print Lightning's log lines once.
-
-    Under Hydra the root logger already prints (and files) every record; Lightning's own console
-    handler would print each INFO line a second time."""
-    for pattern in NOISE:
-        warnings.filterwarnings("ignore", message=pattern)
-    rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
-    if not any(isinstance(f, _DropAdvert) for f in rank_zero.filters):
-        rank_zero.addFilter(_DropAdvert())
-    if logging.getLogger().handlers:
-        import lightning.pytorch  # noqa: F401 - its import installs the handlers cleared here
-
-        for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
-            logging.getLogger(name).handlers.clear()
-            logging.getLogger(name).propagate = True
-
-
 def drop_unselected_envs(cfg: DictConfig) -> None:
     """Remove option-only `env` nodes before anything reads `env` (the DataModule, the tokenizer corpus).
 

@@ -157,8 +157,11 @@ class Setup:
 def _compose(setup: Setup, scheduler: str, seed: int, out: Path):
     from hydra import compose, initialize_config_dir
 
+    from train import set_run_length
+
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("train", overrides=setup.overrides(scheduler, seed, out))
+    set_run_length(cfg)  # the trainer's epochs from `steps`, as train.py derives them
     return pool_envs(cfg, setup)
 
 
@@ -204,7 +207,7 @@ def _scores(metrics: dict[str, Any]) -> dict[str, float]:
 
 def warm_start(setup: Setup, out: Path) -> dict[str, Any]:
     """The shared starting point: SFT on the training tasks' oracle episodes, and its held-out scores."""
-    _threads()
+    _worker_setup()
     cfg, dm, model = _build(setup, "random", 0, out / "warm")
     t0 = time.perf_counter()
     losses = model.warm_start(dm.warm_start_items()) if setup.warm_steps > 0 else []  # 0: start from the bare model
@@ -220,7 +223,7 @@ def warm_start(setup: Setup, out: Path) -> dict[str, Any]:
 
 def run_one(setup: Setup, scheduler: str, seed: int, warm_path: str, out: Path) -> dict[str, Any]:
     """One GRPO run from the shared warm start; per-step scheduling stats and per-eval scores."""
-    _threads()
+    _worker_setup()
     import torch
     from lightning.pytorch import Callback
 
@@ -250,10 +253,13 @@ def run_one(setup: Setup, scheduler: str, seed: int, warm_path: str, out: Path) 
     return {"scheduler": scheduler, "seed": seed, "seconds": time.perf_counter() - t0, **record}
 
 
-def _threads() -> None:
+def _worker_setup() -> None:
     import torch
 
+    from envsched_lightning.console import quiet_known_noise
+
     torch.set_num_threads(1)  # runs go in parallel, one core each
+    quiet_known_noise()  # the same console as train.py's
 
 
 # ---------------------------------------------------------------------------------------------- report

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -62,13 +64,21 @@ def test_a_pool_with_a_benchmark_env_trains_and_scores_it_held_out(shared_data, 
     assert "bfcl_simple@2" in row and "banking@2" in row
 
 
-def test_warm_steps_zero_means_no_warm_start(tmp_path, one_thread):
-    """`--warm-steps 0` is a run from the bare model, not the default warm start (an explicit 0 is a value)."""
+def test_warm_steps_zero_means_no_warm_start_and_a_run_prints_no_lightning_noise(tmp_path, one_thread):
+    """`--warm-steps 0` is a run from the bare model, not the default warm start (an explicit 0 is a
+    value); a worker's run warns about nothing train.py would not (its trainer's epochs come from
+    `steps`, and the known Lightning notices are silenced the same way)."""
     assert ge._given(0, 60) == 0 and ge._given(None, 60) == 60
     setup = ge.Setup(envs=("banking",), tasks_per_env=6, eval_per_env=2, batch_size=2, group_size=2, steps=2,
                      eval_every=2, warm_steps=0, max_new_tokens=8)  # fmt: skip
-    warm = ge.warm_start(setup, tmp_path)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        warm = ge.warm_start(setup, tmp_path)
+        run = ge.run_one(setup, "random", 0, warm["path"], tmp_path)
     _, _, bare = ge._build(setup, "random", 0, tmp_path / "bare")  # the same seeded initial weights
     saved = torch.load(warm["path"], weights_only=True)["model"]
     assert warm["loss"] == []
     assert all(torch.equal(saved[k], v) for k, v in bare.model.state_dict().items())
+    assert len(run["zero_var"]) == 2  # both GRPO steps ran
+    lightning = [str(w.message) for w in seen if "lightning" in w.filename]
+    assert not lightning, lightning
