@@ -43,6 +43,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB: a tiny model's cach
 
 import torch  # noqa: E402
 
+from envsched_lightning.console import quiet_known_noise  # noqa: E402
 from envsched_lightning.envs import make_env  # noqa: E402
 from envsched_lightning.models import Policy, tiny_qwen3_policy  # noqa: E402
 from envsched_lightning.models.checkpoint import (  # noqa: E402
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
                    help="tiny: in-memory, full-parameter; rehearsal: head_dim-128 checkpoint with LoRA (+ vLLM row)")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
+    quiet_known_noise()  # the same console as train.py's
     runs = [("TRL GRPOTrainer", run_trl), ("ours (HF engine)", run_ours)]
     with tempfile.TemporaryDirectory(prefix="tiny-qwen3-") as folder:
         a.model_dir = None
