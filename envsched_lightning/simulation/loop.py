@@ -89,7 +89,7 @@ def run_dynamic_sampling(
     return res
 
 
-INFORMED = {"untried": (None, "class"), "tried": (None, "last", "now")}
+KNOWLEDGE = {"untried": (None, "class"), "tried": (None, "last", "now")}  # what `run_informed` can tell
 
 
 def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
@@ -106,18 +106,17 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
     outcome without the sampling noise of G rollouts, but not what training changed since);
     `tried="now"`: by its true current value (what also the drift since then would tell).
     Every value is on the scheduler's own scale, 2 x the reward std: min(1, 2 sqrt(p (1 - p)))."""
-    if untried not in INFORMED["untried"] or tried not in INFORMED["tried"]:
-        raise ValueError(f"untried in {INFORMED['untried']}, tried in {INFORMED['tried']}; got {untried!r}, {tried!r}")
+    if untried not in KNOWLEDGE["untried"] or tried not in KNOWLEDGE["tried"]:
+        raise ValueError(f"untried in {KNOWLEDGE['untried']}, tried in {KNOWLEDGE['tried']}; got {untried!r}, {tried!r}")
     learner = SimLearner(world, seed=seed, group_size=group_size)
     classes = spec_classes(world.specs)
     class_size = np.bincount(classes)
-    at_last_group = np.zeros(len(world.specs))  # true pass rate of each task's last group
 
     def informative(p: np.ndarray) -> np.ndarray:
         return np.minimum(1.0, 2.0 * np.sqrt(p * (1 - p)))
 
     def inform(sched: Any) -> None:
-        own, own_update = sched.predict, sched.update
+        own = sched.predict
 
         def predict() -> np.ndarray:
             out = own()
@@ -128,15 +127,10 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
                 truth = np.bincount(classes, weights=informative(p)) / class_size
                 out = np.where(observed, out, truth[classes])
             if tried is not None:
-                out = np.where(observed, informative(p if tried == "now" else at_last_group), out)
+                out = np.where(observed, informative(p if tried == "now" else learner.last_pass_rate), out)
             return out.astype(np.float32)
 
-        def update(groups: Any) -> None:
-            nodes = np.asarray([g.index for g in groups], dtype=np.int64)
-            at_last_group[nodes] = learner.last_pass_rate[nodes]
-            own_update(groups)
-
-        sched.predict, sched.update = predict, update
+        sched.predict = predict
 
     name = label or "_".join(["informed"] + [f"{k}_{v}" for k, v in (("untried", untried), ("tried", tried)) if v])
     return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label=name, setup=inform,
