@@ -24,6 +24,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 from envsched_lightning.envs import make_env  # noqa: E402
 from envsched_lightning.models.checkpoint import (  # noqa: E402
     REHEARSAL_TEMPLATE_KW,
+    REHEARSAL_VLLM,
     load_rehearsal_policy,
     write_checkpoint,
 )
@@ -54,8 +55,8 @@ def main() -> None:
     policy = load_rehearsal_policy(folder)
     engines = {
         "hf": HFEngine(policy.model, policy.tokenizer),
-        "vllm": VLLMEngine(policy.model, policy.tokenizer, model_path=str(folder), dtype="float32",
-                           max_model_len=4096, max_lora_rank=8, enforce_eager=True),
+        "vllm": VLLMEngine(policy.model, policy.tokenizer, model_path=str(folder), max_model_len=4096,
+                           **REHEARSAL_VLLM),
     }  # fmt: skip
     for eng in engines.values():
         eng.sync_weights(policy.model)

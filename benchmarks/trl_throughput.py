@@ -47,8 +47,8 @@ from envsched_lightning.console import quiet_known_noise  # noqa: E402
 from envsched_lightning.envs import make_env  # noqa: E402
 from envsched_lightning.models import Policy, tiny_qwen3_policy  # noqa: E402
 from envsched_lightning.models.checkpoint import (  # noqa: E402
-    REHEARSAL_LORA,
     REHEARSAL_TEMPLATE_KW,
+    REHEARSAL_VLLM,
     load_rehearsal_policy,
     write_checkpoint,
 )
@@ -93,8 +93,7 @@ def run_ours(a: argparse.Namespace, engine: str = "hf") -> list[dict[str, float]
     if engine == "vllm":
         from envsched_lightning.rollout.vllm_engine import VLLMEngine
 
-        factory = partial(VLLMEngine, model_path=a.model_dir, dtype="float32", max_model_len=2048,
-                          max_lora_rank=REHEARSAL_LORA["r"], enforce_eager=True, seed=0)  # fmt: skip
+        factory = partial(VLLMEngine, model_path=a.model_dir, max_model_len=2048, seed=0, **REHEARSAL_VLLM)
     module = GRPOModule(policy, optimizer=partial(torch.optim.AdamW, lr=a.lr), engine=factory,
                         sampling=dict(max_new_tokens=a.max_new_tokens, temperature=1.0, top_p=1.0, top_k=0),
                         grpo=dict(group_size=a.group, micro_batch_size=a.batch * a.group, max_seq_len=1024),

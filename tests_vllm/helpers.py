@@ -22,7 +22,7 @@ os.environ.setdefault("WANDB_SILENT", "true")
 import torch  # noqa: E402
 
 from envsched_lightning.grpo.logprobs import masked_token_logprobs  # noqa: E402
-from envsched_lightning.models.checkpoint import REHEARSAL_LORA, load_rehearsal_policy  # noqa: E402
+from envsched_lightning.models.checkpoint import REHEARSAL_VLLM, load_rehearsal_policy  # noqa: E402
 from envsched_lightning.rollout.vllm_engine import VLLMEngine, import_vllm  # noqa: E402
 
 import_vllm()  # collection fails here, loudly, when vLLM is missing
@@ -44,8 +44,8 @@ def load_policy(path: Path, adapter_scale: float = 0.0, seed: int = 0):
 
 
 def make_engine(path: Path, policy, **kwargs) -> VLLMEngine:
-    return VLLMEngine(policy.model, policy.tokenizer, model_path=str(path), dtype="float32", max_model_len=4096,
-                      max_lora_rank=REHEARSAL_LORA["r"], enforce_eager=True, seed=0, **kwargs)  # fmt: skip
+    return VLLMEngine(policy.model, policy.tokenizer, model_path=str(path), max_model_len=4096, seed=0,
+                      **REHEARSAL_VLLM, **kwargs)  # fmt: skip
 
 
 def close(engine: VLLMEngine) -> None:

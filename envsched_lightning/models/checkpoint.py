@@ -44,6 +44,8 @@ THINK_TOKENS = ("<think>", "</think>")  # single tokens in Qwen3's vocabulary; a
 REHEARSAL_LORA = dict(r=8, alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                                                      "down_proj"])  # fmt: skip
 REHEARSAL_TEMPLATE_KW = {"enable_thinking": False}
+# the vLLM engine next to that training model: fp32 as the training model, room for its adapter, eager
+REHEARSAL_VLLM = dict(dtype="float32", max_lora_rank=REHEARSAL_LORA["r"], enforce_eager=True)
 
 
 def rehearsal_policy(envs: Sequence[Environment], vocab_size: int = 2048, seed: int = 0) -> Policy:
