@@ -97,10 +97,17 @@ def steps_to(curve: np.ndarray, target: float, horizon: int) -> float:
 def world_rows(scores: dict[str, dict[int, list[float]]], horizon: int) -> dict[str, dict]:
     """Per label: steps, ratio, share of the oracle's saving, per-seed steps (one world)."""
     uniform = scores["random"]
-    target = float(np.mean([s[horizon] for s in uniform.values()]))
+
+    def mean_curve(per_seed: dict[int, list[float]]) -> np.ndarray:
+        return np.mean([per_seed[s] for s in sorted(per_seed)], 0)
+
+    # the target is read off uniform's own mean curve, summed the same way as every curve, so
+    # uniform reaches it at the horizon exactly (a mean taken in another order can differ in the
+    # last bit and leave uniform "never" reaching its own score)
+    target = float(mean_curve(uniform)[horizon])
     out = {}
     for label, per_seed in scores.items():
-        curve = np.mean([per_seed[s] for s in sorted(per_seed)], 0)
+        curve = mean_curve(per_seed)
         st = steps_to(curve, target, horizon)
         seeds = {s: steps_to(np.asarray(per_seed[s]), uniform[s][horizon], horizon) for s in per_seed if s in uniform}
         out[label] = {"steps": st, "ratio": horizon / max(st, 1e-9), "seed_steps": seeds,

@@ -14,7 +14,9 @@ CHECKPOINTS = (40, 120)
 def summarize(runs: dict[str, list[RunResult]], baseline: str = "random", horizon: int = 120) -> list[dict]:
     """One row per label: scores at checkpoints, steps/rollouts to the baseline's `horizon` score."""
     base = runs[baseline]
-    target = float(np.mean([r.scores[horizon] for r in base]))
+    # read off the baseline's own mean curve: a mean of its final scores taken in another order
+    # can differ in the last bit and leave the baseline "never" reaching its own score
+    target = float(np.mean([r.scores for r in base], 0)[horizon])
     rows = []
     for label, rs in runs.items():
         curve = np.mean([r.scores for r in rs], 0)

@@ -88,3 +88,22 @@ def test_the_family_benchmark_runs_any_scheduler_with_options_from_its_label(cap
     assert [r["scheduler"] for r in out["family"]] == ["random", "envsched coverage=0", "oracle"]
     with pytest.raises(ValueError, match="coverage"):  # the scheduler's own check names the option
         main(["--worlds", "1", "--seeds", "1", "--steps", "2", "--no-named", "--labels", "envsched coverage=2"])
+
+
+def test_uniform_reaches_its_own_final_score_at_the_horizon_whatever_the_float_rounding():
+    """The target is uniform's mean final score; were it averaged in another order than the curves
+    are, it could land one bit above uniform's own mean curve and report uniform as never reaching
+    it (ratio 0.5 instead of 1), as 20 seeds on `wide` once did."""
+    from benchmarks.world_family import world_rows
+    from envsched_lightning.simulation.loop import RunResult
+    from envsched_lightning.simulation.report import summarize
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        seeds = int(rng.integers(3, 40))
+        curves = np.cumsum(rng.random((seeds, 13)) * 0.05, 1) + rng.random((seeds, 1))
+        per_seed = {s: curves[s].tolist() for s in range(seeds)}
+        assert world_rows({"random": per_seed}, 12)["random"]["ratio"] == 1.0
+        runs = [RunResult("random", s, scores=curves[s].tolist(), rollouts=list(range(1, 13)), zero_var=[0.0] * 12,
+                          sched_seconds=[0.0] * 12) for s in range(seeds)]
+        assert summarize({"random": runs}, horizon=12)[0]["steps_to_target"] == 12.0
