@@ -98,22 +98,20 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
     """envsched, except that some predictions are replaced by what only the simulator knows: a
     reference for how far better knowledge of one kind would take it, never a scheduler.
 
-    `untried="class"`: every never-tried task is predicted by the *true* current mean of
-    2 sqrt(p (1 - p)) over its class (same visible signature, `diagnostics.spec_classes`), the
+    `untried="class"`: every never-tried task is predicted by the *true* current mean of that
+    value over its class (same visible signature, `diagnostics.spec_classes`), the
     best any propagation from siblings could know. Every member of a class gets the same value (a
     leave-one-out mean would rank a class's worst instance first).
     `tried="last"`: every tried task by its true pass rate when its last group ran (the group's
     outcome without the sampling noise of G rollouts, but not what training changed since);
     `tried="now"`: by its true current value (what also the drift since then would tell).
-    Every value is on the scheduler's own scale, 2 x the reward std: min(1, 2 sqrt(p (1 - p)))."""
+    Every value is on the scheduler's own scale: what a group at that pass rate shows on average
+    (`SimLearner.informativeness_at`), so told values and envsched's own predictions compare."""
     if untried not in KNOWLEDGE["untried"] or tried not in KNOWLEDGE["tried"]:
         raise ValueError(f"untried in {KNOWLEDGE['untried']}, tried in {KNOWLEDGE['tried']}; got {untried!r}, {tried!r}")
     learner = SimLearner(world, seed=seed, group_size=group_size)
     classes = spec_classes(world.specs)
     class_size = np.bincount(classes)
-
-    def informative(p: np.ndarray) -> np.ndarray:
-        return np.minimum(1.0, 2.0 * np.sqrt(p * (1 - p)))
 
     def inform(sched: Any) -> None:
         own = sched.predict
@@ -124,10 +122,10 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
             if untried is not None or tried == "now":
                 p = learner.pass_rate(world.train_idx)
             if untried is not None:
-                truth = np.bincount(classes, weights=informative(p)) / class_size
+                truth = np.bincount(classes, weights=learner.informativeness_at(p)) / class_size
                 out = np.where(observed, out, truth[classes])
             if tried is not None:
-                out = np.where(observed, informative(p if tried == "now" else learner.last_pass_rate), out)
+                out = np.where(observed, learner.informativeness_at(p if tried == "now" else learner.last_pass_rate), out)
             return out.astype(np.float32)
 
         sched.predict = predict

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from envsched_lightning.simulation import make_world, run_class_informed, run_informed, run_oracle, run_scheduler
+from envsched_lightning.simulation.learner import SimLearner
+from envsched_lightning.simulation.world import SimWorldConfig
 
 
 def test_oracle_ceiling_beats_uniform_and_wastes_fewer_groups():
@@ -33,6 +35,28 @@ def test_told_tried_tasks_true_values_too_the_informed_reference_wastes_fewer_gr
     both = run_informed(world, seed=0, steps=10, untried="class", tried="now")
     assert both.name == "informed_untried_class_tried_now" and both.rollouts == classes_only.rollouts
     assert np.mean(both.zero_var) < np.mean(classes_only.zero_var) - 0.05
+
+
+@pytest.mark.parametrize("reward_noise", [0.0, 0.1])
+def test_told_values_are_what_the_learners_groups_show_on_average(reward_noise):
+    """The informed rows tell envsched values on its own scale: the mean of min(1, 2 x reward std)
+    over real groups of the simulated learner, binary and partial-credit tasks, with and without
+    a noisy verifier (2 sqrt(p (1 - p)) would be twice too high for tasks near 0 or 1)."""
+    world = make_world(SimWorldConfig(num_envs=4, tasks_per_env=(40, 60), continuous_env_share=0.5,
+                                      difficulty=(-1.0, 2.0), reward_noise=reward_noise, seed=3))
+    learner = SimLearner(world, seed=0)
+    rng = np.random.default_rng(0)
+    tasks = np.concatenate([rng.choice(np.flatnonzero(world.continuous[world.train_idx] == c), 12, replace=False)
+                            for c in (False, True)])
+    told = learner.informativeness_at(learner.pass_rate(world.train_idx))[tasks]
+    seen = np.mean([[min(1.0, 2 * g.std) for g in learner.rollout(tasks.tolist())] for _ in range(600)], 0)
+    assert np.abs(seen - told).max() < 0.05  # 600 groups each: sampling error about 0.015
+    p = learner.pass_rate(world.train_idx)[tasks]
+    edge = np.minimum(p, 1 - p)
+    tails = (edge > 0.005) & (edge < 0.15) & ~world.continuous[world.train_idx][tasks]
+    if reward_noise == 0:
+        assert tails.sum() >= 3
+        assert (np.minimum(1, 2 * np.sqrt(p * (1 - p)))[tails] > 1.5 * seen[tails]).all()
 
 
 def test_informed_reference_refuses_unknown_knowledge():
