@@ -62,7 +62,7 @@ def run(world: str = "default", seeds: int = 5, steps: int = 120, batch_size: in
         runs["dapo_dynamic_sampling (reference)"] = [run_dynamic_sampling(w, s, steps, batch_size, group_size) for s in range(seeds)]
         for label, told in INFORMED.items():
             runs[label] = [run_informed(w, s, steps, batch_size, group_size, label=label, **told) for s in range(seeds)]
-        runs["oracle: true top p(1-p) (ceiling)"] = [run_oracle(w, s, steps, batch_size, group_size) for s in range(seeds)]
+        runs["oracle: true top reward variance (ceiling)"] = [run_oracle(w, s, steps, batch_size, group_size) for s in range(seeds)]
     return runs
 
 

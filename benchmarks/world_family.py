@@ -7,8 +7,8 @@
 Per world, every scheduler's seed-averaged held-out curve is compared with uniform's: `steps` is
 the (linearly interpolated) first step at which it reaches uniform's final score, `ratio` =
 horizon / steps, and `share` = (horizon - steps) / (horizon - oracle's steps) is the part of the
-oracle's saving it realises (the oracle greedily takes the tasks with the largest true
-p(1 - p); no scheduler can see that). The family table gives, per scheduler, the median and
+oracle's saving it realises (the oracle greedily takes the tasks with the largest true reward
+variance; no scheduler can see that). The family table gives, per scheduler, the median and
 quartiles of both over the drawn worlds; `below_best` counts the worlds on which envsched (or an
 ablation) needs more steps than the best baseline (mopps, plr, greso, sec on that world) by more
 than twice the seed noise of the paired per-seed difference, and `worst_gap` is the largest ratio

@@ -72,6 +72,13 @@ class SimLearner:
         x = k * (bottleneck + self.task_bonus[tasks] - w.difficulty[tasks])
         return 1.0 / (1.0 + np.exp(-x))
 
+    def reward_variance(self, p: np.ndarray) -> np.ndarray:
+        """float[S]: the true variance of one rollout's reward for each spec at pass rates `p` [S]:
+        p (1 - p) for a binary task, p (1 - p) / checks for a partial-credit one (the share of
+        `checks` independent checks passed). What learning follows: the verifier's noise left out."""
+        cont = self.world.continuous[self.world.train_idx]
+        return p * (1 - p) / np.where(cont, self.world.config.checks, 1)
+
     def informativeness_at(self, p: np.ndarray) -> np.ndarray:
         """float[S]: what a group of each spec would show on average, on the scheduler's scale
         (min(1, 2 x reward std), see `expected_informativeness`), were its pass rate `p` [S]:

@@ -146,14 +146,16 @@ def run_class_informed(world: SimWorld, seed: int, steps: int = 120, batch_size:
 
 def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8) -> RunResult:
     """The ceiling no scheduler can reach: each step, the batch of tasks with the largest *true*
-    p(1 - p), read from the learner's latent state. A reference for how much of the possible
-    saving a scheduler realises, never a scheduler (it sees what no trainer can)."""
+    reward variance (`SimLearner.reward_variance`: p (1 - p), over the number of checks for a
+    partial-credit task, whose group spread is that much smaller), read from the learner's latent
+    state. A reference for how much of the possible saving a scheduler realises, never a
+    scheduler (it sees what no trainer can)."""
     learner = SimLearner(world, seed=seed, group_size=group_size)
     rng = np.random.default_rng(seed)
     res = RunResult("oracle", seed, scores=[learner.heldout_score()])
     for _ in range(steps):
         p = learner.pass_rate(world.train_idx)
-        value = p * (1 - p) + 1e-9 * rng.random(p.shape[0])  # random order among equals
+        value = learner.reward_variance(p) + 1e-9 * rng.random(p.shape[0])  # random order among equals
         groups = learner.rollout(np.argsort(-value)[:batch_size].tolist())
         learner.learn(groups)
         res.scores.append(learner.heldout_score())

@@ -41,7 +41,9 @@ def test_told_tried_tasks_true_values_too_the_informed_reference_wastes_fewer_gr
 def test_told_values_are_what_the_learners_groups_show_on_average(reward_noise):
     """The informed rows tell envsched values on its own scale: the mean of min(1, 2 x reward std)
     over real groups of the simulated learner, binary and partial-credit tasks, with and without
-    a noisy verifier (2 sqrt(p (1 - p)) would be twice too high for tasks near 0 or 1)."""
+    a noisy verifier (2 sqrt(p (1 - p)) would be twice too high for tasks near 0 or 1). The
+    oracle ranks by each task's true reward variance, a quarter of p (1 - p) for a task scored
+    as the share of 4 checks."""
     world = make_world(SimWorldConfig(num_envs=4, tasks_per_env=(40, 60), continuous_env_share=0.5,
                                       difficulty=(-1.0, 2.0), reward_noise=reward_noise, seed=3))
     learner = SimLearner(world, seed=0)
@@ -49,8 +51,13 @@ def test_told_values_are_what_the_learners_groups_show_on_average(reward_noise):
     tasks = np.concatenate([rng.choice(np.flatnonzero(world.continuous[world.train_idx] == c), 12, replace=False)
                             for c in (False, True)])
     told = learner.informativeness_at(learner.pass_rate(world.train_idx))[tasks]
-    seen = np.mean([[min(1.0, 2 * g.std) for g in learner.rollout(tasks.tolist())] for _ in range(600)], 0)
+    groups = [learner.rollout(tasks.tolist()) for _ in range(600)]
+    seen = np.mean([[min(1.0, 2 * g.std) for g in step] for step in groups], 0)
     assert np.abs(seen - told).max() < 0.05  # 600 groups each: sampling error about 0.015
+    if reward_noise == 0:  # the oracle's ranking value: the variance of one rollout's reward
+        rewards = np.array([[g.rewards for g in step] for step in groups])  # [600, tasks, G]
+        variance = learner.reward_variance(learner.pass_rate(world.train_idx))[tasks]
+        np.testing.assert_allclose(rewards.transpose(1, 0, 2).reshape(len(tasks), -1).var(1), variance, atol=0.01)
     p = learner.pass_rate(world.train_idx)[tasks]
     edge = np.minimum(p, 1 - p)
     tails = (edge > 0.005) & (edge < 0.15) & ~world.continuous[world.train_idx][tasks]
