@@ -64,6 +64,8 @@ class SimLearner:
         self.task_bonus = np.zeros(len(world.skills))
         self.rollouts = 0
         self.last_pass_rate = np.zeros(len(world.train_idx))  # per spec: the true pass rate its last group was drawn at
+        # per spec: checks behind one rollout's reward (partial credit: the share of them passed)
+        self.checks = np.where(world.continuous[world.train_idx], world.config.checks, 1)
         self._clean_std: dict[int, float] = {}  # noisy rewards: each last group's noise-free std
 
     def pass_rate(self, tasks: np.ndarray) -> np.ndarray:
@@ -76,17 +78,19 @@ class SimLearner:
         """float[S]: the true variance of one rollout's reward for each spec at pass rates `p` [S]:
         p (1 - p) for a binary task, p (1 - p) / checks for a partial-credit one (the share of
         `checks` independent checks passed). What learning follows: the verifier's noise left out."""
-        cont = self.world.continuous[self.world.train_idx]
-        return p * (1 - p) / np.where(cont, self.world.config.checks, 1)
+        return p * (1 - p) / self.checks
 
     def informativeness_at(self, p: np.ndarray) -> np.ndarray:
         """float[S]: what a group of each spec would show on average, on the scheduler's scale
         (min(1, 2 x reward std), see `expected_informativeness`), were its pass rate `p` [S]:
         partial-credit tasks average over their checks, and a noisy verifier's flips count."""
-        cfg, cont = self.world.config, self.world.continuous[self.world.train_idx]
-        observed = p * (1 - cfg.reward_noise) + (1 - p) * cfg.reward_noise  # a check reads as passed
-        return np.where(cont, expected_informativeness(observed, self.group_size, cfg.checks),
-                        expected_informativeness(observed, self.group_size, 1))
+        noise = self.world.config.reward_noise
+        observed = p * (1 - noise) + (1 - p) * noise  # a check reads as passed
+        out = np.empty(len(self.checks))
+        for c in np.unique(self.checks):
+            mine = self.checks == c
+            out[mine] = expected_informativeness(observed[mine], self.group_size, int(c))
+        return out
 
     def rollout(self, indices: list[int]) -> list[RolloutGroup]:
         """G rollouts of each scheduled task (indices into `world.specs`)."""
@@ -95,8 +99,7 @@ class SimLearner:
         self.last_pass_rate[np.asarray(indices, dtype=np.int64)] = p
         groups = []
         for i, t, pt in zip(indices, tasks, p):
-            checks = self.world.config.checks if self.world.continuous[t] else 1  # partial credit: share of checks passed
-            passed = self.rng.random((self.group_size, checks)) < pt
+            passed = self.rng.random((self.group_size, int(self.checks[i]))) < pt
             flipped = None
             if self.world.config.reward_noise > 0:  # a noisy verifier: each check flipped with this chance
                 flipped = self.rng.random(passed.shape) < self.world.config.reward_noise
