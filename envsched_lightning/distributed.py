@@ -6,6 +6,8 @@ callers have no DDP branches of their own.
 
 from __future__ import annotations
 
+import atexit
+import gc
 from typing import TypeVar
 
 import torch.distributed as dist
@@ -28,11 +30,31 @@ def gather_lists(items: list[T]) -> list[T]:
 
 
 def end_process_group() -> None:
-    """Destroy the default process group after a finished run.
+    """Destroy the default process group after a finished run (every rank calls it).
 
-    Without it the gloo worker threads outlive the interpreter's finalisation and a process that
-    has finished its work can still abort at exit ("terminate called without an active exception").
-    Call it only after a run every rank completed: destroying it while another rank waits in a
-    collective deadlocks that rank."""
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    Ending a gloo group is where a finished run can still hang or abort: the group's worker
+    threads release each finished collective's tensors, which needs the GIL, while the group's
+    destructor joins those threads. If the destructor runs where the GIL is held (DDP's C++
+    reducer dropping the last reference) the process hangs; if the threads are still alive at
+    interpreter finalisation it aborts ("terminate called without an active exception"). So: a
+    barrier (every rank's collectives have completed), then the group's last reference is kept
+    here and dropped at exit (`_release_ended_groups`), from Python, whose binding releases the
+    GIL while the destructor joins the threads.
+    Call it only after a run every rank completed: a rank still inside a collective deadlocks."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    dist.barrier()
+    if not _ENDED_GROUPS:
+        atexit.register(_release_ended_groups)
+    _ENDED_GROUPS.append(dist.group.WORLD)
+    dist.destroy_process_group()
+
+
+_ENDED_GROUPS: list[object] = []  # destroyed groups, kept until exit (see `end_process_group`)
+
+
+def _release_ended_groups() -> None:
+    """At exit, while the interpreter is whole: free what is no longer reachable (a DDP model in a
+    reference cycle holds its group through its reducer), then drop the last references."""
+    gc.collect()
+    _ENDED_GROUPS.clear()

@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from envsched_lightning.distributed import end_process_group
 from envsched_lightning.grpo import average_gradients, global_loss_counts, grpo_loss
 
 
@@ -43,7 +44,7 @@ def worker(rank: int, out_dir: str, port: int) -> None:
     average_gradients([w])
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"grad": w.grad.flatten().tolist(), "counts": list(counts)}, f)
-    dist.destroy_process_group()
+    end_process_group()
 
 
 if __name__ == "__main__":
