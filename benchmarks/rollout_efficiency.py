@@ -4,7 +4,10 @@
 
 Prints a Markdown table: held-out score at steps 40 and 120, steps for the seed-averaged curve to
 reach uniform's 120-step score, the ratio 120 / that, per-seed wins (steps-to-target under 120
-against that seed's uniform run), rollouts spent, zero-variance share and scheduler time per step.
+against that seed's uniform run), rollouts spent, zero-variance share, the mean within-group
+reward std of the groups trained on (the signal a step gets: the simulated learner's progress
+scales with it, so a batch of barely-mixed groups teaches little even when none is flat) and
+scheduler time per step.
 DAPO-style dynamic sampling is a reference row: it trains only on informative groups but pays
 for every discarded rollout, so compare its rollouts, not its steps. The oracle row is the
 ceiling: it reads the learner's true pass rates, which no scheduler can see. The informed rows

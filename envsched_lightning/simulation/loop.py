@@ -22,6 +22,7 @@ class RunResult:
     scores: list[float] = field(default_factory=list)  # held-out score after each step (index 0 = before training)
     rollouts: list[int] = field(default_factory=list)  # cumulative rollouts after each step
     zero_var: list[float] = field(default_factory=list)  # zero-variance group fraction per step
+    group_std: list[float] = field(default_factory=list)  # mean within-group reward std per step (the signal trained on)
     sched_seconds: list[float] = field(default_factory=list)  # select + update wall time per step
 
     def steps_to(self, target: float) -> float:
@@ -61,6 +62,7 @@ def run_scheduler(
         res.scores.append(learner.heldout_score())
         res.rollouts.append(learner.rollouts)
         res.zero_var.append(float(np.mean([not g.informative for g in groups])))
+        res.group_std.append(float(np.mean([g.std for g in groups])))
     return res
 
 
@@ -85,6 +87,7 @@ def run_dynamic_sampling(
         res.scores.append(learner.heldout_score())
         res.rollouts.append(learner.rollouts)
         res.zero_var.append(1.0 - len(kept) / max(drawn, 1))
+        res.group_std.append(float(np.mean([g.std for g in kept[:batch_size]])) if kept else 0.0)
         res.sched_seconds.append(0.0)
     return res
 
@@ -161,5 +164,6 @@ def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 3
         res.scores.append(learner.heldout_score())
         res.rollouts.append(learner.rollouts)
         res.zero_var.append(float(np.mean([not g.informative for g in groups])))
+        res.group_std.append(float(np.mean([g.std for g in groups])))
         res.sched_seconds.append(0.0)
     return res

@@ -35,6 +35,7 @@ def summarize(runs: dict[str, list[RunResult]], baseline: str = "random", horizo
             "rollouts_to_target": float(spent[int(steps)]) if np.isfinite(steps) else float("inf"),
             "rollouts@120": float(np.mean([r.rollouts[min(120, horizon) - 1] for r in rs])),
             "zero_var_frac": float(np.mean([np.mean(r.zero_var) for r in rs])),
+            "group_std": float(np.mean([np.mean(r.group_std) for r in rs])),
             "sched_ms_per_step": 1000 * float(np.mean([np.mean(r.sched_seconds) for r in rs])),
         }
         rows.append(row)

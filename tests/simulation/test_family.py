@@ -105,5 +105,5 @@ def test_uniform_reaches_its_own_final_score_at_the_horizon_whatever_the_float_r
         per_seed = {s: curves[s].tolist() for s in range(seeds)}
         assert world_rows({"random": per_seed}, 12)["random"]["ratio"] == 1.0
         runs = [RunResult("random", s, scores=curves[s].tolist(), rollouts=list(range(1, 13)), zero_var=[0.0] * 12,
-                          sched_seconds=[0.0] * 12) for s in range(seeds)]
+                          group_std=[0.0] * 12, sched_seconds=[0.0] * 12) for s in range(seeds)]
         assert summarize({"random": runs}, horizon=12)[0]["steps_to_target"] == 12.0

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from envsched_lightning.simulation import make_world, run_class_informed, run_informed, run_oracle, run_scheduler
+from envsched_lightning.simulation import (make_world, run_class_informed, run_dynamic_sampling, run_informed, run_oracle,
+                                          run_scheduler)
 from envsched_lightning.simulation.learner import SimLearner
+from envsched_lightning.simulation.report import summarize
 from envsched_lightning.simulation.world import SimWorldConfig
 
 
@@ -15,6 +17,25 @@ def test_oracle_ceiling_beats_uniform_and_wastes_fewer_groups():
     assert len(oracle.scores) == 31 and oracle.rollouts[-1] == uniform.rollouts[-1]  # same budget
     assert oracle.scores[30] > uniform.scores[30] + 0.02
     assert np.mean(oracle.zero_var) < 0.5 * np.mean(uniform.zero_var)
+    assert np.mean(oracle.group_std) > 2 * np.mean(uniform.group_std)  # and its groups spread more
+
+
+def test_the_reported_group_std_is_the_reward_spread_each_step_trained_on():
+    """`group_std` (and the report's column) is the mean within-group reward std of the groups a
+    step trained on: dynamic sampling's discarded groups do not count, so its steps never show 0."""
+    world = make_world("default")
+    seen: list[float] = []
+
+    class Recording(SimLearner):
+        def learn(self, groups, batch_size=None):
+            seen.append(float(np.mean([np.std(g.rewards) for g in groups])))
+            super().learn(groups, batch_size)
+
+    run = run_scheduler(world, "envsched", 0, steps=4, learner=Recording(world, seed=0))
+    np.testing.assert_allclose(run.group_std, seen)
+    assert summarize({"random": [run]}, horizon=4)[0]["group_std"] == pytest.approx(np.mean(seen))
+    dapo = run_dynamic_sampling(world, 0, steps=4)
+    assert len(dapo.group_std) == 4 and min(dapo.group_std) > 0.1
 
 
 def test_class_informed_reference_picks_better_untried_tasks_than_envsched_can_at_the_start():
