@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import time
 from typing import TypeVar
 
 import torch.distributed as dist
@@ -35,11 +36,11 @@ def end_process_group() -> None:
     Ending a gloo group is where a finished run can still hang or abort: the group's worker
     threads release each finished collective's tensors, which needs the GIL, while the group's
     destructor joins those threads. If the destructor runs where the GIL is held (DDP's C++
-    reducer dropping the last reference) the process hangs; if the threads are still alive at
-    interpreter finalisation it aborts ("terminate called without an active exception"). So: a
+    reducer dropping the last reference) the process hangs; if a worker still wants the GIL once
+    the interpreter finalises, it aborts ("terminate called without an active exception"). So: a
     barrier (every rank's collectives have completed), then the group's last reference is kept
     here and dropped at exit (`_release_ended_groups`), from Python, whose binding releases the
-    GIL while the destructor joins the threads.
+    GIL while the destructor joins the threads, followed by a short GIL-free pause.
     Call it only after a run every rank completed: a rank still inside a collective deadlocks."""
     if not (dist.is_available() and dist.is_initialized()):
         return
@@ -55,6 +56,13 @@ _ENDED_GROUPS: list[object] = []  # destroyed groups, kept until exit (see `end_
 
 def _release_ended_groups() -> None:
     """At exit, while the interpreter is whole: free what is no longer reachable (a DDP model in a
-    reference cycle holds its group through its reducer), then drop the last references."""
+    reference cycle holds its group through its reducer), drop the last references, then hand the
+    GIL to the group's worker threads for a moment: one may still be releasing the tensors of the
+    last collectives (the barrier's work holds the ones before it), and a thread that asks for the
+    GIL once finalisation has begun aborts the process."""
     gc.collect()
     _ENDED_GROUPS.clear()
+    time.sleep(_EXIT_GRACE_S)
+
+
+_EXIT_GRACE_S = 0.2

@@ -1,4 +1,7 @@
 import os
+import socket
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,3 +21,31 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"benchmark data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now: the rendezvous of a multi-process test's process group."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def run_together() -> Callable[..., list[tuple[int, str]]]:
+    """Run commands as concurrent processes from the repository root and return each one's
+    (return code, stdout and stderr merged) once all have ended; any still running after
+    `timeout` seconds is killed and the test fails with `subprocess.TimeoutExpired`."""
+
+    def run(cmds: Sequence[Sequence[str]], env: Mapping[str, str], timeout: float) -> list[tuple[int, str]]:
+        procs = [subprocess.Popen(list(cmd), cwd=REPO, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True) for cmd in cmds]  # fmt: skip
+        try:
+            outputs = [p.communicate(timeout=timeout)[0] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+        return [(p.returncode, out) for p, out in zip(procs, outputs)]
+
+    return run

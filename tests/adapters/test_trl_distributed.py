@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,36 +23,19 @@ PROBE = Path(__file__).with_name("trl_probe.py")
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _launch(out: Path) -> list[dict]:
+def _launch(out: Path, port: int, run_together) -> list[dict]:
     """Two torchrun nodes of one process each, on this machine."""
     env = os.environ | {"PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "HF_HUB_OFFLINE": "1",
                         "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
-    port = _free_port()
-    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
-                               f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}",
-                               str(PROBE), str(out)], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for node in (0, 1)]  # fmt: skip
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=300)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, log in zip(procs, logs):
-        assert p.returncode == 0, log[-4000:]
+    cmds = [[sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", f"--node-rank={node}",
+             "--master-addr=127.0.0.1", f"--master-port={port}", str(PROBE), str(out)] for node in (0, 1)]  # fmt: skip
+    for code, log in run_together(cmds, env, timeout=300):
+        assert code == 0, log[-4000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
 
 
-def test_two_processes_generate_on_rank_zeros_choice_and_report_each_group_once(tmp_path):
-    r0, r1 = _launch(tmp_path)
+def test_two_processes_generate_on_rank_zeros_choice_and_report_each_group_once(tmp_path, free_port, run_together):
+    r0, r1 = _launch(tmp_path, free_port, run_together)
     assert (r0["rank"], r1["rank"], r0["world"]) == (0, 1, 2)
     g, generations = 2, 4
     assert [kind for kind, _ in r0["events"]] == ["select", "update"] * generations  # strictly online
