@@ -24,6 +24,13 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
+def repo_env() -> dict[str, str]:
+    """This process's environment with the repository importable: what a probe script started as
+    a subprocess needs to import `envsched_lightning`."""
+    return os.environ | {"PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
+@pytest.fixture
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 now: the rendezvous of a multi-process test's process group."""
     with socket.socket() as s:

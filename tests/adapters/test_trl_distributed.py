@@ -6,7 +6,6 @@ write rank 0's scheduler state, not their own idle copy."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -20,13 +19,11 @@ from envsched_lightning.adapters.mapping import repeat_layout  # noqa: E402
 from envsched_lightning.adapters.trl import SCHEDULER_FILE  # noqa: E402
 
 PROBE = Path(__file__).with_name("trl_probe.py")
-REPO = Path(__file__).resolve().parents[2]
 
 
-def _launch(out: Path, port: int, run_together) -> list[dict]:
+def _launch(out: Path, env: dict[str, str], port: int, run_together) -> list[dict]:
     """Two torchrun nodes of one process each, on this machine."""
-    env = os.environ | {"PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "HF_HUB_OFFLINE": "1",
-                        "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+    env = env | {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     cmds = [[sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1", f"--node-rank={node}",
              "--master-addr=127.0.0.1", f"--master-port={port}", str(PROBE), str(out)] for node in (0, 1)]  # fmt: skip
     for code, log in run_together(cmds, env, timeout=300):
@@ -34,8 +31,9 @@ def _launch(out: Path, port: int, run_together) -> list[dict]:
     return [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
 
 
-def test_two_processes_generate_on_rank_zeros_choice_and_report_each_group_once(tmp_path, free_port, run_together):
-    r0, r1 = _launch(tmp_path, free_port, run_together)
+def test_two_processes_generate_on_rank_zeros_choice_and_report_each_group_once(tmp_path, repo_env, free_port,
+                                                                                  run_together):
+    r0, r1 = _launch(tmp_path, repo_env, free_port, run_together)
     assert (r0["rank"], r1["rank"], r0["world"]) == (0, 1, 2)
     g, generations = 2, 4
     assert [kind for kind, _ in r0["events"]] == ["select", "update"] * generations  # strictly online

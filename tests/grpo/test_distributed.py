@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,14 +13,13 @@ REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("ddp_counts_probe.py")
 
 
-def test_two_ranks_give_the_single_process_gradient(tmp_path, free_port):
+def test_two_ranks_give_the_single_process_gradient(tmp_path, repo_env, free_port):
     sys.path.insert(0, str(PROBE.parent))
     try:
         import ddp_counts_probe as probe
     finally:
         sys.path.pop(0)
-    env = os.environ | {"PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    run = subprocess.run([sys.executable, str(PROBE), str(tmp_path), str(free_port)], env=env, cwd=REPO,
+    run = subprocess.run([sys.executable, str(PROBE), str(tmp_path), str(free_port)], env=repo_env, cwd=REPO,
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
