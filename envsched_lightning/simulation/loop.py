@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from envsched_lightning.scheduling import build_scheduler
+from envsched_lightning.scheduling import RolloutGroup, build_scheduler
 
 from .diagnostics import spec_classes
 from .learner import SimLearner
@@ -24,6 +24,17 @@ class RunResult:
     zero_var: list[float] = field(default_factory=list)  # zero-variance group fraction per step
     group_std: list[float] = field(default_factory=list)  # mean within-group reward std per step (the signal trained on)
     sched_seconds: list[float] = field(default_factory=list)  # select + update wall time per step
+
+    def record_step(self, learner: SimLearner, trained: list[RolloutGroup], seconds: float = 0.0,
+                    zero_var: float | None = None) -> None:
+        """One step's entries, after it trained on `trained`: held-out score, rollouts so far, the
+        groups' zero-variance share (unless given: dynamic sampling also counts what it discarded),
+        their mean reward std and the scheduler's time."""
+        self.scores.append(learner.heldout_score())
+        self.rollouts.append(learner.rollouts)
+        self.zero_var.append(float(np.mean([not g.informative for g in trained])) if zero_var is None else zero_var)
+        self.group_std.append(float(np.mean([g.std for g in trained])) if trained else 0.0)
+        self.sched_seconds.append(seconds)
 
     def steps_to(self, target: float) -> float:
         """First step whose score reaches `target` (inf if never)."""
@@ -58,11 +69,7 @@ def run_scheduler(
         learner.learn(groups)
         t0 = time.perf_counter()
         sched.update(groups)
-        res.sched_seconds.append(t_sel + time.perf_counter() - t0)
-        res.scores.append(learner.heldout_score())
-        res.rollouts.append(learner.rollouts)
-        res.zero_var.append(float(np.mean([not g.informative for g in groups])))
-        res.group_std.append(float(np.mean([g.std for g in groups])))
+        res.record_step(learner, groups, seconds=t_sel + time.perf_counter() - t0)
     return res
 
 
@@ -84,11 +91,7 @@ def run_dynamic_sampling(
             if len(kept) >= batch_size:
                 break
         learner.learn(kept[:batch_size], batch_size=batch_size)
-        res.scores.append(learner.heldout_score())
-        res.rollouts.append(learner.rollouts)
-        res.zero_var.append(1.0 - len(kept) / max(drawn, 1))
-        res.group_std.append(float(np.mean([g.std for g in kept[:batch_size]])) if kept else 0.0)
-        res.sched_seconds.append(0.0)
+        res.record_step(learner, kept[:batch_size], zero_var=1.0 - len(kept) / max(drawn, 1))
     return res
 
 
@@ -161,9 +164,5 @@ def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 3
         value = learner.reward_variance(p) + 1e-9 * rng.random(p.shape[0])  # random order among equals
         groups = learner.rollout(np.argsort(-value)[:batch_size].tolist())
         learner.learn(groups)
-        res.scores.append(learner.heldout_score())
-        res.rollouts.append(learner.rollouts)
-        res.zero_var.append(float(np.mean([not g.informative for g in groups])))
-        res.group_std.append(float(np.mean([g.std for g in groups])))
-        res.sched_seconds.append(0.0)
+        res.record_step(learner, groups)
     return res
