@@ -14,7 +14,10 @@ ceiling: it reads the learner's true pass rates, which no scheduler can see. The
 are envsched told what only the simulator knows (`simulation.run_informed`): the true current
 class average of every never-tried task, a tried task's true pass rate at its last group (its
 outcome without the noise of G rollouts) or its true current value (also what training changed
-since), alone or together: how far each kind of knowledge would take it.
+since), alone or together: how far each kind of knowledge would take it. The last two also
+weigh every prediction by the task's true held-out gain per unit of group std
+(`SimLearner.heldout_gain`): which skills the held-out tasks are limited by, the one thing the
+oracle's own ranking leaves out.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ INFORMED = {  # row label -> what envsched is told (`run_informed`)
     "envsched told tried tasks' true current value (reference)": {"untried": None, "tried": "now"},
     "envsched told both, tried at their last group (reference)": {"untried": "class", "tried": "last"},
     "envsched told both, tried now (reference)": {"untried": "class", "tried": "now"},
+    "envsched told each task's held-out gain per unit of std (reference)": {"untried": None, "gain": True},
+    "envsched told both (now) and the held-out gain (reference)": {"untried": "class", "tried": "now", "gain": True},
 }
 ABLATIONS = {
     "envsched -cross_edges": {"cross_edges": False},

@@ -67,6 +67,10 @@ class SimLearner:
         # per spec: checks behind one rollout's reward (partial credit: the share of them passed)
         self.checks = np.where(world.continuous[world.train_idx], world.config.checks, 1)
         self._clean_std: dict[int, float] = {}  # noisy rewards: each last group's noise-free std
+        needs = [world.skills[t] for t in world.train_idx]
+        self._train_skills = np.full((len(needs), max(map(len, needs), default=1)), -1, dtype=np.int64)  # per spec, -1 padded
+        for i, k in enumerate(needs):
+            self._train_skills[i, : len(k)] = k
 
     def pass_rate(self, tasks: np.ndarray) -> np.ndarray:
         w, k = self.world, self.world.config.sharpness
@@ -123,6 +127,33 @@ class SimLearner:
             req = self.world.skills[t]
             self.level[req] += self.lr * signal / len(req)
             self.task_bonus[t] += self.lr_task * signal
+
+    def skill_gradient(self) -> np.ndarray:
+        """float[num_skills]: d `heldout_score` / d each skill's level, exactly. A held-out task's
+        pass rate moves only with its bottleneck skill (the least advanced it needs), at slope
+        sharpness x p (1 - p), weighted as the score weighs that task."""
+        w = self.world
+        tasks = w.heldout_idx
+        p = self.pass_rate(tasks)
+        if w.config.score_over == "tasks":
+            weight = np.full(len(tasks), 1.0 / len(tasks))
+        else:
+            env = w.env_of[tasks]
+            _, inverse, counts = np.unique(env, return_inverse=True, return_counts=True)
+            weight = 1.0 / (len(counts) * counts[inverse])
+        bottleneck = np.array([w.skills[t][np.argmin(self.level[w.skills[t]])] for t in tasks])
+        grad = np.zeros(self.level.shape[0])
+        np.add.at(grad, bottleneck, weight * w.config.sharpness * p * (1 - p))
+        return grad
+
+    def heldout_gain(self) -> np.ndarray:
+        """float[S]: per spec, the held-out score one unit of its group's reward std would add now
+        (to first order): `learn` raises each of the task's skills by lr x signal / their number,
+        so it is lr x the mean `skill_gradient` over them. What the oracle's variance ranking
+        leaves out: an informative group moves the score only through skills held-out tasks are
+        limited by."""
+        grad = np.append(self.skill_gradient(), 0.0)  # the padding's index -1 reads this 0
+        return self.lr * grad[self._train_skills].sum(1) / (self._train_skills >= 0).sum(1)
 
     def heldout_score(self) -> float:
         """Mean over environments (or, with `score_over="tasks"`, over tasks) of the held-out tasks'

@@ -99,8 +99,8 @@ KNOWLEDGE = {"untried": (None, "class"), "tried": (None, "last", "now")}  # what
 
 
 def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
-                 untried: str | None = "class", tried: str | None = None, label: str | None = None,
-                 **options: Any) -> RunResult:
+                 untried: str | None = "class", tried: str | None = None, gain: bool = False,
+                 label: str | None = None, **options: Any) -> RunResult:
     """envsched, except that some predictions are replaced by what only the simulator knows: a
     reference for how far better knowledge of one kind would take it, never a scheduler.
 
@@ -112,7 +112,12 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
     outcome without the sampling noise of G rollouts, but not what training changed since);
     `tried="now"`: by its true current value (what also the drift since then would tell).
     Every value is on the scheduler's own scale: what a group at that pass rate shows on average
-    (`SimLearner.informativeness_at`), so told values and envsched's own predictions compare."""
+    (`SimLearner.informativeness_at`), so told values and envsched's own predictions compare.
+    `gain=True`: every prediction (told or envsched's own) is multiplied by the task's true
+    held-out gain per unit of group std (`SimLearner.heldout_gain`) over its mean across tasks,
+    so the ranking is by expected held-out progress rather than spread alone: what the skills
+    the held-out tasks are limited by are, which depends on the held-out set and on how the
+    learner generalises, both hidden from a scheduler."""
     if untried not in KNOWLEDGE["untried"] or tried not in KNOWLEDGE["tried"]:
         raise ValueError(f"untried in {KNOWLEDGE['untried']}, tried in {KNOWLEDGE['tried']}; got {untried!r}, {tried!r}")
     learner = SimLearner(world, seed=seed, group_size=group_size)
@@ -132,11 +137,16 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
                 out = np.where(observed, out, truth[classes])
             if tried is not None:
                 out = np.where(observed, learner.informativeness_at(p if tried == "now" else learner.last_pass_rate), out)
+            if gain:
+                held_out = learner.heldout_gain()
+                if held_out.mean() > 0:
+                    out = out * held_out / held_out.mean()
             return out.astype(np.float32)
 
         sched.predict = predict
 
-    name = label or "_".join(["informed"] + [f"{k}_{v}" for k, v in (("untried", untried), ("tried", tried)) if v])
+    name = label or "_".join(["informed"] + [f"{k}_{v}" for k, v in (("untried", untried), ("tried", tried)) if v]
+                             + (["gain"] if gain else []))
     return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label=name, setup=inform,
                          learner=learner, **options)
 
