@@ -67,8 +67,8 @@ class SimLearner:
         # per spec: checks behind one rollout's reward (partial credit: the share of them passed)
         self.checks = np.where(world.continuous[world.train_idx], world.config.checks, 1)
         self._clean_std: dict[int, float] = {}  # noisy rewards: each last group's noise-free std
-        needs = [world.skills[t] for t in world.train_idx]
-        self._train_skills = np.full((len(needs), max(map(len, needs), default=1)), -1, dtype=np.int64)  # per spec, -1 padded
+        needs = [world.skills[t] for t in world.train_idx]  # per spec: the skills it trains, -1 padded
+        self._train_skills = np.full((len(needs), max(map(len, needs), default=1)), -1, dtype=np.int64)
         for i, k in enumerate(needs):
             self._train_skills[i, : len(k)] = k
 

@@ -115,9 +115,9 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
     (`SimLearner.informativeness_at`), so told values and envsched's own predictions compare.
     `gain=True`: every prediction (told or envsched's own) is multiplied by the task's true
     held-out gain per unit of group std (`SimLearner.heldout_gain`) over its mean across tasks,
-    so the ranking is by expected held-out progress rather than spread alone: what the skills
-    the held-out tasks are limited by are, which depends on the held-out set and on how the
-    learner generalises, both hidden from a scheduler."""
+    so the ranking is by expected held-out progress rather than by spread alone. That takes
+    knowing which skills the held-out tasks are limited by, which depends on the held-out set and
+    on how the learner generalises: both hidden from a scheduler."""
     if untried not in KNOWLEDGE["untried"] or tried not in KNOWLEDGE["tried"]:
         raise ValueError(f"untried in {KNOWLEDGE['untried']}, tried in {KNOWLEDGE['tried']}; got {untried!r}, {tried!r}")
     learner = SimLearner(world, seed=seed, group_size=group_size)
