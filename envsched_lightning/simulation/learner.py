@@ -67,15 +67,20 @@ class SimLearner:
         # per spec: checks behind one rollout's reward (partial credit: the share of them passed)
         self.checks = np.where(world.continuous[world.train_idx], world.config.checks, 1)
         self._clean_std: dict[int, float] = {}  # noisy rewards: each last group's noise-free std
-        needs = [world.skills[t] for t in world.train_idx]  # per spec: the skills it trains, -1 padded
-        self._train_skills = np.full((len(needs), max(map(len, needs), default=1)), -1, dtype=np.int64)
-        for i, k in enumerate(needs):
-            self._train_skills[i, : len(k)] = k
+        # per task (train and held-out): the skills it needs, padded with -1
+        self._needs = np.full((len(world.skills), max(map(len, world.skills), default=1)), -1, dtype=np.int64)
+        for t, k in enumerate(world.skills):
+            self._needs[t, : len(k)] = k
+
+    def bottleneck(self, tasks: np.ndarray) -> np.ndarray:
+        """int[len(tasks)]: the least advanced skill each task needs; its pass rate follows that one."""
+        needs = self._needs[np.asarray(tasks, dtype=np.int64)]
+        level = np.where(needs >= 0, self.level[needs], np.inf)  # padding is never the least advanced
+        return np.take_along_axis(needs, level.argmin(1)[:, None], 1)[:, 0]
 
     def pass_rate(self, tasks: np.ndarray) -> np.ndarray:
         w, k = self.world, self.world.config.sharpness
-        bottleneck = np.array([self.level[w.skills[t]].min() for t in tasks])
-        x = k * (bottleneck + self.task_bonus[tasks] - w.difficulty[tasks])
+        x = k * (self.level[self.bottleneck(tasks)] + self.task_bonus[tasks] - w.difficulty[tasks])
         return 1.0 / (1.0 + np.exp(-x))
 
     def reward_variance(self, p: np.ndarray) -> np.ndarray:
@@ -141,9 +146,8 @@ class SimLearner:
             env = w.env_of[tasks]
             _, inverse, counts = np.unique(env, return_inverse=True, return_counts=True)
             weight = 1.0 / (len(counts) * counts[inverse])
-        bottleneck = np.array([w.skills[t][np.argmin(self.level[w.skills[t]])] for t in tasks])
         grad = np.zeros(self.level.shape[0])
-        np.add.at(grad, bottleneck, weight * w.config.sharpness * p * (1 - p))
+        np.add.at(grad, self.bottleneck(tasks), weight * w.config.sharpness * p * (1 - p))
         return grad
 
     def heldout_gain(self) -> np.ndarray:
@@ -152,8 +156,9 @@ class SimLearner:
         so it is lr x the mean `skill_gradient` over them. What the oracle's variance ranking
         leaves out: an informative group moves the score only through skills held-out tasks are
         limited by."""
+        needs = self._needs[self.world.train_idx]
         grad = np.append(self.skill_gradient(), 0.0)  # the padding's index -1 reads this 0
-        return self.lr * grad[self._train_skills].sum(1) / (self._train_skills >= 0).sum(1)
+        return self.lr * grad[needs].sum(1) / (needs >= 0).sum(1)
 
     def heldout_score(self) -> float:
         """Mean over environments (or, with `score_over="tasks"`, over tasks) of the held-out tasks'
