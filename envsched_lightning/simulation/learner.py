@@ -71,6 +71,16 @@ class SimLearner:
         self._needs = np.full((len(world.skills), max(map(len, world.skills), default=1)), -1, dtype=np.int64)
         for t, k in enumerate(world.skills):
             self._needs[t, : len(k)] = k
+        self._heldout_weight = self._score_weights()  # per held-out task: its weight in `heldout_score`
+
+    def _score_weights(self) -> np.ndarray:
+        """float[H]: each held-out task's share of the held-out score: 1 / H over tasks, or
+        1 / (environments x its environment's held-out count) over environments."""
+        w = self.world
+        if w.config.score_over == "tasks":
+            return np.full(len(w.heldout_idx), 1.0 / len(w.heldout_idx))
+        _, inverse, counts = np.unique(w.env_of[w.heldout_idx], return_inverse=True, return_counts=True)
+        return 1.0 / (len(counts) * counts[inverse])
 
     def bottleneck(self, tasks: np.ndarray) -> np.ndarray:
         """int[len(tasks)]: the least advanced skill each task needs; its pass rate follows that one."""
@@ -137,17 +147,10 @@ class SimLearner:
         """float[num_skills]: d `heldout_score` / d each skill's level, exactly. A held-out task's
         pass rate moves only with its bottleneck skill (the least advanced it needs), at slope
         sharpness x p (1 - p), weighted as the score weighs that task."""
-        w = self.world
-        tasks = w.heldout_idx
+        tasks = self.world.heldout_idx
         p = self.pass_rate(tasks)
-        if w.config.score_over == "tasks":
-            weight = np.full(len(tasks), 1.0 / len(tasks))
-        else:
-            env = w.env_of[tasks]
-            _, inverse, counts = np.unique(env, return_inverse=True, return_counts=True)
-            weight = 1.0 / (len(counts) * counts[inverse])
         grad = np.zeros(self.level.shape[0])
-        np.add.at(grad, self.bottleneck(tasks), weight * w.config.sharpness * p * (1 - p))
+        np.add.at(grad, self.bottleneck(tasks), self._heldout_weight * self.world.config.sharpness * p * (1 - p))
         return grad
 
     def heldout_gain(self) -> np.ndarray:
@@ -163,9 +166,4 @@ class SimLearner:
     def heldout_score(self) -> float:
         """Mean over environments (or, with `score_over="tasks"`, over tasks) of the held-out tasks'
         expected pass rate."""
-        w = self.world
-        p = self.pass_rate(w.heldout_idx)
-        if w.config.score_over == "tasks":
-            return float(p.mean())
-        env = w.env_of[w.heldout_idx]
-        return float(np.mean([p[env == e].mean() for e in np.unique(env)]))
+        return float(self._heldout_weight @ self.pass_rate(self.world.heldout_idx))
