@@ -52,6 +52,7 @@ def end_process_group() -> None:
 
 
 _ENDED_GROUPS: list[object] = []  # destroyed groups, kept until exit (see `end_process_group`)
+_EXIT_GRACE_S = 0.2  # the GIL-free pause after releasing them (see `_release_ended_groups`)
 
 
 def _release_ended_groups() -> None:
@@ -63,6 +64,3 @@ def _release_ended_groups() -> None:
     gc.collect()
     _ENDED_GROUPS.clear()
     time.sleep(_EXIT_GRACE_S)
-
-
-_EXIT_GRACE_S = 0.2
