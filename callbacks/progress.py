@@ -60,6 +60,9 @@ class ProgressPrinter(Callback):
     @override
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._t0 = time.perf_counter()
+        protocol = getattr(pl_module, "tool_protocol", None)
+        if protocol is not None:
+            self._say(trainer, f"tool calls: {protocol.name} ({protocol.how})")
         warm = getattr(getattr(pl_module, "warm", None), "steps", 0)
         if warm and not getattr(pl_module, "warm_started", False):
             self._say(trainer, f"warm start: {warm} supervised steps on scripted episodes ...")
@@ -109,14 +112,17 @@ class ProgressPrinter(Callback):
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:  # after the module logged
         m = trainer.callback_metrics
         score = _value(m, SCORE)
-        if score is None or trainer.sanity_checking:
+        # a sanity check over every held-out task (num_sanity_val_steps=-1) is the score before training
+        whole = trainer.sanity_checking and trainer.num_sanity_val_steps == float("inf") and not self.rewards
+        if score is None or (trainer.sanity_checking and not whole):
             return
         self.scores.append(score)
         per_env = _per_env(m, SCORE)
         for env, s in per_env.items():
             self.env_scores[env].append(s)
         detail = ", ".join(f"{env} {s:.2f}" for env, s in sorted(per_env.items()))
-        self._say(trainer, f"eval after step {self.first_step + len(self.rewards)}: held-out score {score:.3f} ({detail})")
+        when = "before training" if whole else f"after step {self.first_step + len(self.rewards)}"
+        self._say(trainer, f"eval {when}: held-out score {score:.3f} ({detail})")
 
     @override
     def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:

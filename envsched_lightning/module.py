@@ -46,6 +46,7 @@ from envsched_lightning.grpo.config import coerce
 from envsched_lightning.models import Policy
 from envsched_lightning.rollout import (
     INVALID_REWARD,
+    ChatRenderer,
     EpisodeRecord,
     HFEngine,
     RolloutBatch,
@@ -138,6 +139,7 @@ class GRPOModule(LightningModule):
         grpo: GRPOConfig | Mapping[str, Any] | None = None,
         warm_start: WarmStartConfig | Mapping[str, Any] | None = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+        tool_format: str = "auto",
     ) -> None:
         super().__init__()
         self.automatic_optimization = False
@@ -152,7 +154,11 @@ class GRPOModule(LightningModule):
         self.loop_kwargs = dict(
             max_seq_len=min(self.grpo.max_seq_len, positions),  # never sample past the model's positions
             chat_template_kwargs=dict(chat_template_kwargs or {}),
+            tool_format=tool_format,
         )
+        # how the template carries tools (`rollout.chat`), resolved once here so a bad choice fails
+        # before any rollout and the progress line can say which was taken
+        self.tool_protocol = ChatRenderer(self.tokenizer, self.loop_kwargs["chat_template_kwargs"], tool_format).protocol
         self._lora = hasattr(self.model, "peft_config")
         self.strict_loading = not self._lora  # LoRA checkpoints hold the adapter, not the frozen base
         self.last_groups: list[RolloutGroup] = []

@@ -9,7 +9,7 @@ answers without a tool call or `task.max_turns` is reached, then asks `Episode.v
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -83,15 +83,16 @@ class Episode(ABC):
         """Tool results for blocks that did not parse: the episode continues with the error shown."""
         return [ToolResult(name="invalid_tool_call", content=f"Error: {e}", error=e) for e in errors]
 
-    def turn(self, text: str) -> tuple[ParsedTurn, list[ToolResult]]:
+    def turn(self, text: str, parse: Callable[[str], ParsedTurn] | None = None) -> tuple[ParsedTurn, list[ToolResult]]:
         """Parse one model message and execute it: results for its calls, then for its bad blocks.
 
         The agent loop's one entry point; the episode is over when the parsed turn has no calls
-        and no errors (its `content` is the final answer to pass to `verify`).
+        and no errors (its `content` is the final answer to pass to `verify`). `parse` is the
+        policy's tool-call format (`tool_formats`); the default reads ``<tool_call>`` blocks.
         """
         from .parsing import parse_tool_calls
 
-        parsed = parse_tool_calls(text)
+        parsed = (parse or parse_tool_calls)(text)
         try:
             results = self.step(parsed.calls) if parsed.calls else []
         except Exception as exc:  # noqa: BLE001 - a tool that raises fails its turn, never the run

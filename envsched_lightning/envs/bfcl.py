@@ -213,10 +213,13 @@ class BfclEpisode(Episode):
         self._text: str | None = None
         self._calls: list[ToolCall] | None = None
 
-    def turn(self, text: str) -> tuple[ParsedTurn, list[ToolResult]]:
-        if self._text is None and self._calls is None:
-            self._text = text if isinstance(text, str) else ""
-        return super().turn(text)
+    def turn(self, text: str, parse: Callable[[str], ParsedTurn] | None = None) -> tuple[ParsedTurn, list[ToolResult]]:
+        first = self._text is None and self._calls is None
+        parsed, results = super().turn(text, parse)
+        if first:  # another family's syntax (`parse`) is judged as the same calls in the checker's format
+            raw = text if isinstance(text, str) else ""
+            self._text = raw if parse is None or parsed.errors else render_assistant_turn(parsed.content, parsed.calls)
+        return parsed, results
 
     def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         if self._calls is None:

@@ -1,4 +1,4 @@
-"""Qwen3 policies (tiny random or real local weights), LoRA, and the offline Qwen3-style tokenizer."""
+"""Policies: any local causal LM (`load_pretrained_policy`), the tiny random Qwen3, LoRA, the offline tokenizer."""
 
 from .chat_template import QWEN3_STYLE_TEMPLATE, reference_chat_template
 from .qwen3 import (
@@ -10,9 +10,12 @@ from .qwen3 import (
     load_pretrained_qwen3,
     tiny_qwen3_policy,
 )
+from .pretrained import CheckpointMismatch, load_pretrained_policy
 from .tokenizer import SPECIAL_TOKENS, build_offline_tokenizer, environment_corpus
 
 __all__ = [
+    "CheckpointMismatch",
+    "load_pretrained_policy",
     "QWEN3_STYLE_TEMPLATE",
     "SPECIAL_TOKENS",
     "TINY_QWEN3",

@@ -1,19 +1,18 @@
 """Qwen3 policies: a tiny random one for CPU and tests, and real weights from a local path.
 
 Both return a `Policy` (model + tokenizer) built on the same `Qwen3ForCausalLM` class, so the
-tiny model exercises exactly the code path Qwen3-8B runs. Nothing here downloads: real weights
-load with ``local_files_only=True`` and a missing checkpoint fails before any work starts.
+tiny model exercises exactly the code path Qwen3-8B runs. Real weights of any family load through
+`pretrained.load_pretrained_policy`; nothing here downloads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
-from transformers import AutoTokenizer, PreTrainedTokenizerBase, Qwen3Config, Qwen3ForCausalLM
+from transformers import PreTrainedTokenizerBase, Qwen3Config, Qwen3ForCausalLM
 
 from .tokenizer import build_offline_tokenizer
 
@@ -47,33 +46,52 @@ class Policy(NamedTuple):
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """peft LoRA hyper-parameters; `target_modules` names Qwen3's linear layers."""
+    """peft LoRA hyper-parameters.
+
+    `target_modules` is a list of linear-layer names, or ``attention`` / ``all`` resolved per model
+    family (`families.lora_targets`). `top_layers` adapts only the last k decoder blocks: nothing
+    below them needs a gradient, so backward stops there (a large saving on CPU)."""
 
     r: int = 16
     alpha: int = 32
     dropout: float = 0.0
-    target_modules: Sequence[str] = field(default=("q_proj", "k_proj", "v_proj", "o_proj"))
+    target_modules: Sequence[str] | str = field(default=("q_proj", "k_proj", "v_proj", "o_proj"))
+    top_layers: int | None = None
 
     @classmethod
     def coerce(cls, value: LoraSettings | Mapping[str, Any] | None) -> LoraSettings | None:
         if value is None or isinstance(value, LoraSettings):
             return value
-        return cls(**{k: (tuple(v) if k == "target_modules" else v) for k, v in dict(value).items()})
+        fix = lambda k, v: tuple(v) if k == "target_modules" and not isinstance(v, str) else v  # noqa: E731
+        return cls(**{k: fix(k, v) for k, v in dict(value).items()})
 
 
 def apply_lora(model: torch.nn.Module, lora: LoraSettings | Mapping[str, Any]) -> torch.nn.Module:
     """Wrap `model` in a peft LoRA adapter; B starts at zero, so the wrapped model equals the base."""
     from peft import LoraConfig, get_peft_model
 
+    from .families import lora_targets
+
     s = LoraSettings.coerce(lora)
-    config = LoraConfig(
+    config = getattr(model, "config", None)
+    targets = s.target_modules
+    if isinstance(targets, str):
+        targets = lora_targets(getattr(config, "model_type", "?"), targets)
+    layers = None
+    if s.top_layers is not None:
+        n = int(getattr(config, "num_hidden_layers", 0))
+        if not 1 <= s.top_layers <= n:
+            raise ValueError(f"lora.top_layers={s.top_layers}: the model has {n} decoder layers")
+        layers = list(range(n - s.top_layers, n))
+    peft_config = LoraConfig(
         r=s.r,
         lora_alpha=s.alpha,
         lora_dropout=s.dropout,
-        target_modules=list(s.target_modules),
+        target_modules=list(targets),
+        layers_to_transform=layers,
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, config)
+    return get_peft_model(model, peft_config)
 
 
 def build_tiny_qwen3(vocab_size: int, seed: int = 0, **config: Any) -> Qwen3ForCausalLM:
@@ -113,18 +131,10 @@ def _finish(model: torch.nn.Module, lora: Any, gradient_checkpointing: bool) -> 
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.config.use_cache = False
     if lora is not None:
-        if gradient_checkpointing:
-            model.enable_input_require_grads()  # checkpointed blocks need a grad-requiring input
+        # non-reentrant checkpointing needs no grad-requiring input (the reentrant kind did): backward
+        # then stops at the lowest adapted block instead of running through the frozen ones below it
         model = apply_lora(model, lora)
     return model
-
-
-def _missing_weights(path: str, why: str) -> FileNotFoundError:
-    return FileNotFoundError(
-        f"Qwen3 weights are not available locally at {path!r} ({why}). This project never downloads "
-        f"weights during training: fetch them first, e.g. `huggingface-cli download Qwen/Qwen3-8B "
-        f"--local-dir {path}`, then pass `model_path=<that directory>` (or set QWEN3_8B_PATH)."
-    )
 
 
 def load_pretrained_qwen3(
@@ -134,29 +144,11 @@ def load_pretrained_qwen3(
     gradient_checkpointing: bool = True,
     attn_implementation: str | None = None,
 ) -> Policy:
-    """Load real Qwen3 weights and tokenizer from a local directory (or the local HF cache), with LoRA.
+    """Real Qwen3 weights and tokenizer from a local directory (or the local HF cache), with LoRA.
 
-    Raises `FileNotFoundError` with instructions when the weights are not on this machine.
-    """
-    local = Path(path).expanduser()
-    if local.is_dir():
-        has_weights = any(local.glob("*.safetensors")) or any(local.glob("*.bin"))
-        if not (local / "config.json").is_file() or not has_weights:
-            raise _missing_weights(path, "directory has no config.json or no *.safetensors / *.bin files")
-    elif local.exists() or path.startswith((".", "/", "~")):
-        raise _missing_weights(path, "not a directory")
-    torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    try:
-        model = Qwen3ForCausalLM.from_pretrained(
-            str(local) if local.is_dir() else path,
-            dtype=torch_dtype,
-            local_files_only=True,
-            attn_implementation=attn_implementation,
-        )
-        tokenizer = AutoTokenizer.from_pretrained(str(local) if local.is_dir() else path, local_files_only=True)
-    except OSError as err:  # a hub id that is not in the local cache
-        raise _missing_weights(path, f"not in the local Hugging Face cache: {err}") from err
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = "<|endoftext|>"
-    return Policy(_finish(model, lora, gradient_checkpointing), tokenizer)
+    `load_pretrained_policy` with ``model_type="qwen3"``: a folder of another family, or one whose
+    weights do not match Qwen3's, is refused; `FileNotFoundError` with instructions when the weights
+    are not on this machine."""
+    from .pretrained import load_pretrained_policy
+
+    return load_pretrained_policy(path, dtype, lora, gradient_checkpointing, attn_implementation, model_type="qwen3")

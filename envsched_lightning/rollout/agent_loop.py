@@ -30,19 +30,15 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
-from envsched_lightning.envs.base import Environment, Episode, Task, ToolResult, Verdict
+from envsched_lightning.envs.base import Environment, Episode, Task, Verdict
+from envsched_lightning.envs.tool_formats import translate
 
+from .chat import MARKER, ChatRenderer, tool_message  # noqa: F401 - MARKER and tool_message are re-exported
 from .engine import Completion, RolloutEngine, SamplingConfig
 from .types import EpisodeRecord, RolloutBatch
 
 GenerateFn = Callable[[list[int], list[list[int]]], list[Completion]]
 """(episode ids, prompts) -> one completion per prompt; ids let scripted policies replay per episode."""
-
-
-def tool_message(result: ToolResult) -> dict[str, str]:
-    """A `tool` chat message; a rejected call shows the model its error so it can recover."""
-    content = result.content if result.error is None else (result.content or f"Error: {result.error}")
-    return {"role": "tool", "name": result.name, "content": content}
 
 
 @dataclass
@@ -64,53 +60,6 @@ class _Running:
     done: bool = False
     final_answer: str = ""
     sample_logprobs: list[float] | None = None  # engine log-probs, 0 on context tokens; None once a turn lacks them
-
-
-MARKER = "\u2063envsched-marker\u2063"
-"""Content of the stand-in assistant turn that continuations are rendered after (never in real text)."""
-
-
-class ChatRenderer:
-    """Turns messages into token ids with the tokenizer's chat template."""
-
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, chat_template_kwargs: Mapping[str, Any] | None = None):
-        self.tokenizer = tokenizer
-        self.kwargs = dict(chat_template_kwargs or {})
-        self.eos_id = int(tokenizer.eos_token_id)
-        self.eos_text = tokenizer.decode([self.eos_id], skip_special_tokens=False)
-
-    def render(self, messages: Sequence[Mapping[str, Any]], tools: list[dict] | None, gen_prompt: bool) -> str:
-        return self.tokenizer.apply_chat_template(
-            list(messages), tools=tools or None, tokenize=False, add_generation_prompt=gen_prompt, **self.kwargs
-        )
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    def prompt(self, task: Task, env: Environment) -> list[int]:
-        return self.encode(self.render([dict(m) for m in task.messages], env.tools_for(task), gen_prompt=True))
-
-    def continuation(self, messages: list[dict[str, str]], ended_with_eos: bool) -> list[int]:
-        """Tokens after a model turn: the turn's closing text, `messages` (tool results), the next prompt.
-
-        Rendered after a marker assistant turn and cut after that turn's end token, so the cut never
-        depends on how the template renders the assistant turn itself. A turn that did not end with
-        the template's end token (cut by max_new_tokens, or another stop token) gets it appended.
-        """
-        head = [{"role": "user", "content": "x"}, {"role": "assistant", "content": MARKER}]
-        text = self.render(head + messages, None, gen_prompt=True)
-        at = text.find(MARKER)
-        end = text.find(self.eos_text, at + len(MARKER)) if at >= 0 else -1
-        if end < 0 or text.count(MARKER) != 1:
-            raise ValueError(
-                f"chat template does not close an assistant turn with {self.eos_text!r}: cannot append tool turns"
-            )
-        suffix = text[end + len(self.eos_text) :]  # e.g. "\n<|im_start|>user\n<tool_response>...<|im_start|>assistant\n"
-        return self.encode(("" if ended_with_eos else self.eos_text) + suffix)
-
-    def tool_turn(self, tool_msgs: list[dict[str, str]], ended_with_eos: bool) -> list[int]:
-        """Tokens that follow a model turn whose calls returned `tool_msgs` (see `continuation`)."""
-        return self.continuation(tool_msgs, ended_with_eos)
 
 
 def _start(groups: Sequence[tuple[Task, Environment]], group_size: int, renderer: ChatRenderer) -> list[_Running]:
@@ -139,7 +88,7 @@ def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budge
     """Append one model turn, run its tool calls, and append their results (or finish the episode)."""
     _append(ep, list(completion.token_ids), True, completion.logprobs)
     ep.turns += 1
-    parsed, results = ep.episode.turn(completion.text)
+    parsed, results = ep.episode.turn(completion.text, renderer.parse)
     ep.parse_errors += len(parsed.errors)
     ep.messages.append({"role": "assistant", "content": completion.text})
     ep.final_answer = parsed.content
@@ -158,7 +107,7 @@ def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budge
     if ep.turns >= ep.task.max_turns:
         ep.done = ep.truncated = True
         return
-    tool_msgs = [tool_message(r) for r in results]
+    tool_msgs = renderer.tool_messages(results)
     ep.messages += tool_msgs
     _append(ep, renderer.tool_turn(tool_msgs, _ended(completion, renderer)), False)
     if len(ep.token_ids) > budget:
@@ -208,9 +157,13 @@ def rollout_episodes(
     max_new_tokens: int,
     max_seq_len: int = 4096,
     chat_template_kwargs: Mapping[str, Any] | None = None,
+    tool_format: str = "auto",
 ) -> RolloutBatch:
-    """Run `group_size` episodes for each (task, env) with any turn generator; see `run_agent_loop`."""
-    renderer = ChatRenderer(tokenizer, chat_template_kwargs)
+    """Run `group_size` episodes for each (task, env) with any turn generator; see `run_agent_loop`.
+
+    `tool_format` says how the policy's template carries tools (`chat.ChatRenderer`): ``auto``
+    detects it, ``prompt`` puts the schemas in the system prompt, a format name forces it."""
+    renderer = ChatRenderer(tokenizer, chat_template_kwargs, tool_format)
     running = _start(groups, group_size, renderer)
     budget = max_seq_len - max_new_tokens  # a sequence longer than this could not take another turn
     for ep in running:
@@ -267,11 +220,13 @@ def oracle_rollouts(
 ) -> RolloutBatch:
     """One scripted episode per (task, env) replaying the oracle's assistant turns: SFT data with GRPO's masks.
 
-    `oracle` defaults to `default_oracle`. Each turn is tokenised and closed with EOS.
+    `oracle` defaults to `default_oracle`; its turns (written as ``<tool_call>`` blocks) are rewritten in
+    the policy's tool-call format. Each turn is tokenised and closed with the template's turn end.
     """
     oracle = oracle or default_oracle
-    scripts = [list(oracle(task, env)) for task, env in groups]
-    eos = tokenizer.eos_token_id
+    renderer = ChatRenderer(tokenizer, kwargs.get("chat_template_kwargs"), kwargs.get("tool_format", "auto"))
+    scripts = [[translate(t, renderer.protocol.format) for t in oracle(task, env)] for task, env in groups]
+    eos = renderer.eos_id  # the template's turn end
     turn_of = [0] * len(groups)
 
     def replay(ids: list[int], _prompts: list[list[int]]) -> list[Completion]:
