@@ -58,11 +58,11 @@ def greedy_rollouts(
 ) -> list[EpisodeRecord]:
     """One greedy episode per (task, env), in order; `batch_size` tasks per agent-loop call (None: all).
 
-    `loop_kwargs` go to `run_agent_loop` (`max_seq_len`, `chat_template_kwargs`, `tool_format`); `progress(done, total)`
+    `loop_kwargs` go to `run_agent_loop` (`max_seq_len`, `chat_template_kwargs`, `tool_format`, `tool_schemas`); `progress(done, total)`
     is called after each batch. A task whose prompt does not fit scores 0 with reason `PROMPT_TOO_LONG`
     (a benchmark counts a task the model cannot answer as failed; dropping it would raise the score)."""
     greedy = sampling.greedy()
-    renderer = ChatRenderer(tokenizer, loop_kwargs.get("chat_template_kwargs"), loop_kwargs.get("tool_format", "auto"))
+    renderer = ChatRenderer.for_loop(tokenizer, loop_kwargs)
     budget = loop_kwargs.get("max_seq_len", 4096) - greedy.max_new_tokens
     lengths = [len(renderer.prompt(task, env)) for task, env in pairs]
     runnable = [pair for pair, n in zip(pairs, lengths) if n <= budget]

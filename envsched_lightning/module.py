@@ -140,6 +140,7 @@ class GRPOModule(LightningModule):
         warm_start: WarmStartConfig | Mapping[str, Any] | None = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
         tool_format: str = "auto",
+        tool_schemas: str = "json",
     ) -> None:
         super().__init__()
         self.automatic_optimization = False
@@ -148,6 +149,11 @@ class GRPOModule(LightningModule):
         if self.grpo.kl_coef > 0 and not hasattr(self.model, "disable_adapter"):
             raise ValueError("kl_coef > 0 needs a LoRA model: its reference policy is the base with adapters off")
         self.engine: RolloutEngine = (engine or HFEngine)(self.model, self.tokenizer)
+        if self.grpo.reuse_sampling_logprobs:
+            exact = getattr(self.engine, "exact_logprobs", None)
+            why = exact(self.sampling) if callable(exact) else f"{type(self.engine).__name__} samples from its own weights"
+            if why:
+                raise ValueError(f"model.grpo.reuse_sampling_logprobs: the sampler's log-probs are not pi_old here: {why}")
         self.optimizer_factory = optimizer or partial(torch.optim.AdamW, lr=1e-5)
         config = getattr(self.model, "config", None)
         positions = getattr(config, "max_position_embeddings", None) or self.grpo.max_seq_len
@@ -155,10 +161,11 @@ class GRPOModule(LightningModule):
             max_seq_len=min(self.grpo.max_seq_len, positions),  # never sample past the model's positions
             chat_template_kwargs=dict(chat_template_kwargs or {}),
             tool_format=tool_format,
+            tool_schemas=tool_schemas,
         )
         # how the template carries tools (`rollout.chat`), resolved once here so a bad choice fails
         # before any rollout and the progress line can say which was taken
-        self.tool_protocol = ChatRenderer(self.tokenizer, self.loop_kwargs["chat_template_kwargs"], tool_format).protocol
+        self.tool_protocol = ChatRenderer.for_loop(self.tokenizer, self.loop_kwargs).protocol
         self._lora = hasattr(self.model, "peft_config")
         self.strict_loading = not self._lora  # LoRA checkpoints hold the adapter, not the frozen base
         self.last_groups: list[RolloutGroup] = []
@@ -201,9 +208,12 @@ class GRPOModule(LightningModule):
             seqs = pack_sequences(episodes, self.tokenizer.pad_token_id).to(self.device)
             advantages = advantages.to(self.device)  # [N]
             with torch.no_grad():
-                old_logprobs = self._logprobs(seqs)  # [N, L-1] the trainer's view of the sampling policy
+                if cfg.reuse_sampling_logprobs and seqs.sample_logprobs is not None:  # exact (checked at init)
+                    old_logprobs = seqs.sample_logprobs * seqs.loss_mask  # [N, L-1]
+                else:
+                    old_logprobs = self._logprobs(seqs)  # [N, L-1] the trainer's view of the sampling policy
                 ref_logprobs = self._ref_logprobs(seqs) if cfg.kl_coef > 0 else None  # [N, L-1]
-            if seqs.sample_logprobs is not None and cfg.off_policy_correction:
+            if seqs.sample_logprobs is not None and cfg.off_policy_correction and not cfg.reuse_sampling_logprobs:
                 is_weights, mismatch = truncated_importance_weights(
                     old_logprobs, seqs.sample_logprobs, seqs.loss_mask, cfg.importance_sampling_cap
                 )  # [N, L-1] weights and rollout/ mismatch metrics

@@ -175,3 +175,33 @@ def test_hf_engine_generates_with_a_lora_model(banking):
     model, tok = tiny_qwen3_policy(envs=[banking], seed=0, lora=dict(r=4, alpha=8, target_modules=["q_proj"]))
     (c,) = HFEngine(model, tok).generate([tok.encode("<|im_start|>assistant\n")], SamplingConfig(max_new_tokens=4))
     assert 1 <= len(c.token_ids) <= 4
+
+
+def test_reused_sampling_logprobs_are_the_recomputed_old_policy(banking):
+    """`reuse_sampling_logprobs` skips a forward pass only where it changes nothing: the HF engine's
+    reported log-probs equal the training model's own at the sampling temperature."""
+    from envsched_lightning.rollout import HFEngine, SamplingConfig, run_agent_loop
+
+    engine = partial(HFEngine, return_logprobs=True)
+    m = module(banking, engine=engine, sampling=dict(max_new_tokens=16, temperature=0.8),
+               grpo=dict(group_size=3, max_seq_len=384, reuse_sampling_logprobs=True))  # fmt: skip
+    torch.manual_seed(0)
+    batch = run_agent_loop(m.engine, m.tokenizer, [(t, banking) for t in banking.tasks()[:2]], 3, m.sampling,
+                           **m.loop_kwargs).episodes  # fmt: skip
+    seqs = pack_sequences(batch, m.tokenizer.pad_token_id)
+    with torch.no_grad():
+        recomputed = m._logprobs(seqs)  # [N, L-1]
+    assert seqs.sample_logprobs is not None and seqs.loss_mask.sum() > 0
+    torch.testing.assert_close(seqs.sample_logprobs * seqs.loss_mask, recomputed, atol=2e-4, rtol=0)
+
+
+@pytest.mark.parametrize("engine, sampling, why", [
+    (None, {}, "does not report log-probs"),
+    (dict(return_logprobs=True), dict(top_p=0.9), "truncated distribution"),
+])  # fmt: skip
+def test_reusing_sampling_logprobs_where_they_are_not_exact_is_refused(banking, engine, sampling, why):
+    from envsched_lightning.rollout import HFEngine
+
+    with pytest.raises(ValueError, match=why):
+        module(banking, engine=partial(HFEngine, **(engine or {})), sampling=dict(max_new_tokens=16, **sampling),
+               grpo=dict(group_size=3, reuse_sampling_logprobs=True))  # fmt: skip

@@ -42,6 +42,9 @@ class GRPOConfig:
     off_policy_correction: bool = True  # weight by min(pi_old / pi_sampler, cap) when the engine reports logprobs
     importance_sampling_cap: float = 2.0
     logprob_chunk_size: int = 1024  # LM-head positions per chunk: bounds logit memory to [chunk, vocab]
+    # take pi_old from the sampler instead of a second forward pass, where that is exact: an engine that
+    # samples from the training model itself, at these weights, with no top-p / top-k truncation
+    reuse_sampling_logprobs: bool = False
 
     def __post_init__(self) -> None:
         if self.group_size < 2:

@@ -158,12 +158,14 @@ def rollout_episodes(
     max_seq_len: int = 4096,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     tool_format: str = "auto",
+    tool_schemas: str = "json",
 ) -> RolloutBatch:
     """Run `group_size` episodes for each (task, env) with any turn generator; see `run_agent_loop`.
 
     `tool_format` says how the policy's template carries tools (`chat.ChatRenderer`): ``auto``
-    detects it, ``prompt`` puts the schemas in the system prompt, a format name forces it."""
-    renderer = ChatRenderer(tokenizer, chat_template_kwargs, tool_format)
+    detects it, ``prompt`` puts the schemas in the system prompt (`tool_schemas` ``json`` or ``compact``),
+    a format name forces it."""
+    renderer = ChatRenderer(tokenizer, chat_template_kwargs, tool_format, tool_schemas)
     running = _start(groups, group_size, renderer)
     budget = max_seq_len - max_new_tokens  # a sequence longer than this could not take another turn
     for ep in running:
@@ -224,7 +226,7 @@ def oracle_rollouts(
     the policy's tool-call format. Each turn is tokenised and closed with the template's turn end.
     """
     oracle = oracle or default_oracle
-    renderer = ChatRenderer(tokenizer, kwargs.get("chat_template_kwargs"), kwargs.get("tool_format", "auto"))
+    renderer = ChatRenderer.for_loop(tokenizer, kwargs)
     scripts = [[translate(t, renderer.protocol.format) for t in oracle(task, env)] for task, env in groups]
     eos = renderer.eos_id  # the template's turn end
     turn_of = [0] * len(groups)

@@ -58,22 +58,65 @@ def tool_message(result: ToolResult) -> dict[str, str]:
     return {"role": "tool", "name": result.name, "content": content}
 
 
-def tools_system_block(tools: Sequence[Mapping[str, Any]]) -> str:
-    """The schemas and the call instructions, as Qwen's template writes them into its system block."""
+SCHEMA_STYLES = ("json", "compact")
+COMPACT_HEADER = "You can call these functions:"
+COMPACT_FOOTER = ('\nTo call one, write <tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n'
+                  "</tool_call> (one block per call), then answer when done.")  # fmt: skip
+
+
+def tools_system_block(tools: Sequence[Mapping[str, Any]], style: str = "json") -> str:
+    """The schemas and the call instructions for the system prompt: ``json`` as Qwen's template writes
+    them (whole JSON schemas), ``compact`` as one signature line per function (a third of the tokens)."""
+    if style == "compact":
+        return COMPACT_HEADER + "".join("\n" + compact_signature(t) for t in tools) + COMPACT_FOOTER
     lines = "".join("\n" + json.dumps(dict(t), ensure_ascii=False) for t in tools)
     return TOOLS_HEADER + lines + TOOLS_FOOTER
+
+
+def compact_signature(schema: Mapping[str, Any]) -> str:
+    """``name(arg: type, opt?: type, unit: "c"|"f"): description``: what a call needs, without the JSON
+    schema's nesting (parameter descriptions are left out)."""
+    fn = schema.get("function", schema)
+    params = fn.get("parameters") or {}
+    required = set(params.get("required") or [])
+    args = [f"{k}{'' if k in required else '?'}: {_type_text(v)}" for k, v in (params.get("properties") or {}).items()]
+    desc = str(fn.get("description") or "").strip()
+    return f"{fn.get('name', '?')}({', '.join(args)})" + (f": {desc}" if desc else "")
+
+
+def _type_text(prop: Any) -> str:
+    if not isinstance(prop, Mapping):
+        return "any"
+    if isinstance(prop.get("enum"), list):
+        return "|".join(json.dumps(v, ensure_ascii=False) for v in prop["enum"])
+    kind = prop.get("type", "any")
+    if kind == "array" and isinstance(prop.get("items"), Mapping):
+        return f"list[{_type_text(prop['items'])}]"
+    return "|".join(map(str, kind)) if isinstance(kind, list) else str(kind)
 
 
 class ChatRenderer:
     """Turns messages into token ids with the tokenizer's chat template, tools per `ToolProtocol`."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, chat_template_kwargs: Mapping[str, Any] | None = None,
-                 tool_format: str = "auto") -> None:  # fmt: skip
+                 tool_format: str = "auto", tool_schemas: str = "json") -> None:  # fmt: skip
         self.tokenizer = tokenizer
         self.kwargs = dict(chat_template_kwargs or {})
         self.eos_text = self._turn_end()
         self.eos_id = int(tokenizer.convert_tokens_to_ids(self.eos_text))
         self.protocol = self._protocol(tool_format)
+        if tool_schemas not in SCHEMA_STYLES:
+            raise ValueError(f"tool_schemas must be one of {SCHEMA_STYLES}, got {tool_schemas!r}")
+        if tool_schemas == "compact" and self.protocol.native:
+            raise ValueError(f"tool_schemas=compact writes the system prompt itself: it needs tool_format="
+                             f"{PROMPT_FALLBACK} (this template carries tools natively, as {self.protocol.name})")  # fmt: skip
+        self.schema_style = tool_schemas
+
+    @classmethod
+    def for_loop(cls, tokenizer: PreTrainedTokenizerBase, loop_kwargs: Mapping[str, Any]) -> ChatRenderer:
+        """The renderer the agent loop builds from its keyword arguments (`rollout_episodes`)."""
+        return cls(tokenizer, loop_kwargs.get("chat_template_kwargs"), loop_kwargs.get("tool_format", "auto"),
+                   loop_kwargs.get("tool_schemas", "json"))  # fmt: skip
 
     # -------------------------------------------------------------- detection
     def _render_raw(self, messages: list[dict[str, Any]], tools: list[dict] | None, gen_prompt: bool) -> str:
@@ -142,7 +185,7 @@ class ChatRenderer:
         out = [dict(m) for m in messages]
         if not tools or self.protocol.native:
             return out
-        block = tools_system_block(tools)
+        block = tools_system_block(tools, self.schema_style)
         if out and out[0].get("role") == "system":
             out[0]["content"] = f"{out[0]['content']}\n\n{block}"
         else:

@@ -60,6 +60,15 @@ class HFEngine:
     def sync_weights(self, module: torch.nn.Module) -> None:
         """Nothing to copy: generation runs on the training model."""
 
+    def exact_logprobs(self, sampling: SamplingConfig) -> str | None:
+        """Why the reported log-probs are not the training model's own at the sampling temperature, or
+        None when they are (same model and weights, eval mode, no top-p / top-k truncation)."""
+        if not self.return_logprobs:
+            return "the engine does not report log-probs (rollout.return_logprobs=false)"
+        if sampling.temperature <= 0 or sampling.top_p < 1.0 or sampling.top_k:
+            return "greedy, top-p or top-k sampling reports a truncated distribution"
+        return None
+
     @torch.no_grad()
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[Completion]:
         was_training = self.model.training

@@ -149,3 +149,25 @@ def test_a_template_writing_calls_in_an_unknown_format_is_refused(counter_env):
     tok.chat_template = tok.chat_template.replace("<tool_call>", "<function_call>").replace("</tool_call>", "</function_call>")
     with pytest.raises(ValueError, match="tool_format=prompt"):
         ChatRenderer(tok, {})
+
+
+def test_compact_schemas_are_one_signature_line_per_tool_and_still_solve(counter_env):
+    from envsched_lightning.rollout.chat import compact_signature
+
+    tok = family_tokenizer("smollm2", counter_env)
+    full, compact = ChatRenderer(tok, {}), ChatRenderer(tok, {}, tool_schemas="compact")
+    task = counter_env.tasks()[0]
+    assert "increment(by: integer): Add to the counter." in compact.render(task.messages, counter_env.tools_for(task), True)
+    tools = counter_env.tools_for(task)  # characters: the offline BPE learned the JSON form, not the compact one
+    assert len(compact.render(task.messages, tools, True)) < 0.6 * len(full.render(task.messages, tools, True))
+    enum = {"name": "f", "parameters": {"type": "object", "required": ["u"], "properties": {
+        "u": {"type": "string", "enum": ["c", "f"]}, "xs": {"type": "array", "items": {"type": "number"}}}}}
+    assert compact_signature(enum) == 'f(u: "c"|"f", xs?: list[number])'
+    batch = oracle_rollouts(tok, [(t, counter_env) for t in counter_env.tasks()], tool_schemas="compact")
+    assert all(ep.reward == 1.0 for ep in batch.episodes)
+
+
+def test_compact_schemas_need_the_prompt_protocol(counter_env):
+    with pytest.raises(ValueError, match="tool_format=prompt"):
+        ChatRenderer(family_tokenizer("qwen2_5", counter_env), {}, tool_schemas="compact")
+    assert ChatRenderer(family_tokenizer("qwen2_5", counter_env), {}, PROMPT_FALLBACK, "compact").schema_style == "compact"

@@ -1,0 +1,112 @@
+"""Seconds per GRPO step of a real pretrained model on CPU, and what each cost option saves.
+
+    make smollm2 && .venv/bin/python -m benchmarks.real_model_step [--rounds 2] [--threads 2]
+
+One step = the agent loop's rollouts of 8 tasks x G = 4 (three built-in worlds, up to 64 new tokens
+per turn, transformers generation) plus the update over all 32 episodes (the worst case: groups
+with equal rewards, which a real step skips, get advantages of +-1 here so every row trains the same
+amount). Rows switch the options on one at a time, then together:
+
+- ``lora all layers``: the baseline, LoRA on every projection of all 30 blocks;
+- ``top_layers=8``: LoRA on the last 8 blocks only (backward stops below them);
+- ``compact schemas``: one signature line per tool in the system prompt instead of JSON schemas;
+- ``reuse logprobs``: pi_old from the sampler (the same model, reported by `HFEngine`) instead of a
+  second forward pass.
+
+Each row starts from the same base weights and seed; rows alternate by round so machine noise hits
+all of them, and the table gives the median seconds and the ratio to the baseline of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import time
+from functools import partial
+from typing import Any
+
+import torch
+
+from envsched_lightning.envs import make_env
+from envsched_lightning.grpo import group_advantages
+from envsched_lightning.models import Policy, apply_lora, load_pretrained_policy
+from envsched_lightning.module import GRPOModule, TaskBatch
+from envsched_lightning.rollout import HFEngine
+
+ROWS: dict[str, dict[str, Any]] = {
+    "lora all layers": {},
+    "top_layers=8": dict(top_layers=8),
+    "compact schemas": dict(tool_schemas="compact"),
+    "reuse logprobs": dict(reuse=True),
+    "all three": dict(top_layers=8, tool_schemas="compact", reuse=True),
+}
+
+
+def build(base: Policy, top_layers: int | None = None, tool_schemas: str = "json", reuse: bool = False) -> GRPOModule:
+    model = apply_lora(copy.deepcopy(base.model), dict(r=16, alpha=32, target_modules="all", top_layers=top_layers))
+    module = GRPOModule(Policy(model, base.tokenizer), engine=partial(HFEngine, return_logprobs=reuse),
+                        optimizer=partial(torch.optim.AdamW, lr=1e-4), sampling=dict(max_new_tokens=64),
+                        grpo=dict(group_size=4, micro_batch_size=8, max_seq_len=1024, reuse_sampling_logprobs=reuse),
+                        tool_format="prompt", tool_schemas=tool_schemas)  # fmt: skip
+    # outside a Trainer: the optimiser and backward Lightning would hand the module, nothing else
+    opt = module.configure_optimizers()
+    module.optimizers = lambda: opt  # type: ignore[method-assign]
+    module.manual_backward = lambda loss: loss.backward()  # type: ignore[method-assign]
+    return module
+
+
+def one_step(module: GRPOModule, batch: TaskBatch, seed: int) -> dict[str, float]:
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    rollouts = module._rollouts(batch, module.grpo.group_size, module.sampling)
+    t1 = time.perf_counter()
+    adv = group_advantages(rollouts.rewards(), module.grpo.scale_rewards)
+    forced = torch.tensor([1.0, -1.0] * (module.grpo.group_size // 2) + [0.0] * (module.grpo.group_size % 2))
+    advantages = torch.where(adv.zero_var[:, None], forced, adv.advantages).flatten()  # [B * G]
+    module._optimise(rollouts.episodes, advantages)
+    t2 = time.perf_counter()
+    eps = rollouts.episodes
+    return dict(total_s=t2 - t0, rollout_s=t1 - t0, train_s=t2 - t1, turns=sum(e.turns for e in eps) / len(eps),
+                gen_tokens=sum(e.gen_tokens for e in eps), mean_len=sum(len(e.token_ids) for e in eps) / len(eps),
+                reward=sum(e.reward for e in eps) / len(eps))  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="models/SmolLM2-135M-Instruct")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--json", help="also write the per-round numbers here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    base = load_pretrained_policy(args.model, dtype="float32", lora=None, gradient_checkpointing=False)
+    worlds = [make_env(n) for n in ("banking", "calendar", "messaging")]
+    items = [(t, env) for env in worlds for t in env.tasks()[:3]][:8]
+    batch = TaskBatch(list(range(len(items))), [t for t, _ in items], [e for _, e in items])
+    results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
+    for r in range(args.rounds):
+        for row in args.rows if r % 2 == 0 else reversed(args.rows):
+            module = build(base, **ROWS[row])
+            results[row].append(one_step(module, batch, seed=r))
+            print(f"round {r + 1} {row}: {results[row][-1]['total_s']:.1f} s", flush=True)
+            del module
+
+    med = {row: {k: statistics.median(x[k] for x in runs) for k in runs[0]} for row, runs in results.items()}
+    first = med[args.rows[0]]["total_s"]
+    print(f"\n8 tasks x G=4, <=64 new tokens per turn, {args.threads} threads, median of {args.rounds} rounds")
+    print("| option | step s | rollout s | train s | x baseline | turns/episode | tokens/episode |")
+    print("|---|---|---|---|---|---|---|")
+    for row, m in med.items():
+        print(f"| {row} | {m['total_s']:.1f} | {m['rollout_s']:.1f} | {m['train_s']:.1f} | {m['total_s'] / first:.2f} "
+              f"| {m['turns']:.2f} | {m['mean_len']:.0f} |")  # fmt: skip
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
