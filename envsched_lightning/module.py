@@ -150,6 +150,8 @@ class GRPOModule(LightningModule):
             raise ValueError("kl_coef > 0 needs a LoRA model: its reference policy is the base with adapters off")
         self.engine: RolloutEngine = (engine or HFEngine)(self.model, self.tokenizer)
         if self.grpo.reuse_sampling_logprobs:
+            if hasattr(self.engine, "return_logprobs"):
+                self.engine.return_logprobs = True  # the sampler must report what it drew with
             exact = getattr(self.engine, "exact_logprobs", None)
             why = exact(self.sampling) if callable(exact) else f"{type(self.engine).__name__} samples from its own weights"
             if why:

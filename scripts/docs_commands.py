@@ -41,6 +41,10 @@ PRODUCERS = {  # the command whose outputs fill each placeholder (see `outputs`)
 SMALL_TRAIN = ("steps=2 data.steps_per_epoch=2 data.batch_size=3 data.eval_per_env=1 model.grpo.group_size=2 "
                "model.sampling.max_new_tokens=8 model.warm_start.steps=2")  # fmt: skip
 
+# the real-model experiment (SmolLM2-135M) at 2 GRPO steps, 2 held-out tasks per world, no score before training
+SMOLLM2_TRAIN = ("steps=2 data.steps_per_epoch=2 data.eval_per_env=2 model.warm_start.steps=2 "
+                 "trainer.num_sanity_val_steps=0")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -56,7 +60,11 @@ RULES = [
     Rule(r"^make test\b", None, "CI runs it first (.ci/run)"),
     Rule(r"^make rehearsal\b", None, "CI runs it (.ci/run)"),
     Rule(r"^make test-vllm\b", None, "CI runs it (.ci/run)"),
-    Rule(r"^make train\b", f'ARGS="{SMALL_TRAIN}"', "the CPU default, 2 steps"),
+    Rule(r"^make test-smollm2", None, "CI runs it (.ci/run)"),
+    Rule(r"^make smollm2\b", "", "as written (keeps a folder that verifies)"),
+    Rule(r"^make train-smollm2\b", SMOLLM2_TRAIN, "the real-model experiment, 2 steps"),
+    Rule(r"^make train\b", SMALL_TRAIN, "the CPU default, 2 steps"),
+    Rule(r"benchmarks\.real_model_step", "--rounds 1 --rows 'all three'", "1 round, the fastest row"),
     Rule(r"pip install .*\[vllm", None, "GPU machine: the CUDA build of vLLM"),
     Rule(r"experiment=envsched_qwen3_8b.*--cfg job", "", "prints the config only"),
     Rule(r"experiment=envsched_qwen3_8b", None, "GPU and Qwen3-8B weights; `make rehearsal` runs this experiment on CPU"),
@@ -113,7 +121,8 @@ def planned(command: str, run_dir: Path, produced: dict[str, str]) -> tuple[Rule
     if rule is None or rule.extra is None:
         return rule, command
     if command.startswith("make train"):
-        return rule, command.replace("make train", f'make train ARGS="{SMALL_TRAIN} hydra.run.dir={run_dir}"', 1)
+        return rule, f'{command} ARGS="{rule.extra} hydra.run.dir={run_dir}"'
+
     run = command
     for placeholder, path in produced.items():
         run = run.replace(placeholder, path)
