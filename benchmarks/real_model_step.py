@@ -1,6 +1,7 @@
 """Seconds per GRPO step of a real pretrained model on CPU, and what each cost option saves.
 
     make smollm2 && .venv/bin/python -m benchmarks.real_model_step [--rounds 2] [--threads 2]
+    make setup-vllm && VLLM_ENABLE_V1_MULTIPROCESSING=0 .venv-vllm/bin/python -m benchmarks.real_model_step
 
 One step = the agent loop's rollouts of 8 tasks x G = 4 (three built-in worlds, up to 64 new tokens
 per turn, transformers generation) plus the update over all 32 episodes (the worst case: groups
@@ -11,7 +12,10 @@ amount). Rows switch the options on one at a time, then together:
 - ``top_layers=8``: LoRA on the last 8 blocks only (backward stops below them);
 - ``compact schemas``: one signature line per tool in the system prompt instead of JSON schemas;
 - ``reuse logprobs``: pi_old from the sampler (the same model, reported by `HFEngine`) instead of a
-  second forward pass.
+  second forward pass;
+- ``vllm, top_layers=8 + compact`` (when vLLM is installed: run it from .venv-vllm): vLLM's CPU build
+  generates, the adapter saved and reloaded after the update (vLLM's log-probs are not pi_old, so
+  they are not reused).
 
 Each row starts from the same base weights and seed; rows alternate by round so machine noise hits
 all of them, and the table gives the median seconds and the ratio to the baseline of the same run.
@@ -21,19 +25,24 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import json
+import os
 import statistics
 import time
 from functools import partial
 from typing import Any
 
-import torch
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 
-from envsched_lightning.envs import make_env
-from envsched_lightning.grpo import group_advantages
-from envsched_lightning.models import Policy, apply_lora, load_pretrained_policy
-from envsched_lightning.module import GRPOModule, TaskBatch
-from envsched_lightning.rollout import HFEngine
+import torch  # noqa: E402
+
+from envsched_lightning.envs import make_env  # noqa: E402
+from envsched_lightning.grpo import group_advantages  # noqa: E402
+from envsched_lightning.models import Policy, apply_lora, load_pretrained_policy  # noqa: E402
+from envsched_lightning.module import GRPOModule, TaskBatch  # noqa: E402
+from envsched_lightning.rollout import HFEngine  # noqa: E402
 
 ROWS: dict[str, dict[str, Any]] = {
     "lora all layers": {},
@@ -41,12 +50,20 @@ ROWS: dict[str, dict[str, Any]] = {
     "compact schemas": dict(tool_schemas="compact"),
     "reuse logprobs": dict(reuse=True),
     "all three": dict(top_layers=8, tool_schemas="compact", reuse=True),
+    "vllm, top_layers=8 + compact": dict(top_layers=8, tool_schemas="compact", vllm=True),
 }
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 
-def build(base: Policy, top_layers: int | None = None, tool_schemas: str = "json", reuse: bool = False) -> GRPOModule:
+def build(base: Policy, folder: str, top_layers: int | None = None, tool_schemas: str = "json", reuse: bool = False,
+          vllm: bool = False) -> GRPOModule:  # fmt: skip
     model = apply_lora(copy.deepcopy(base.model), dict(r=16, alpha=32, target_modules="all", top_layers=top_layers))
-    module = GRPOModule(Policy(model, base.tokenizer), engine=HFEngine,
+    engine = HFEngine
+    if vllm:
+        from envsched_lightning.rollout import VLLMEngine
+
+        engine = partial(VLLMEngine, model_path=folder, dtype="float32", max_model_len=1024, enforce_eager=True)
+    module = GRPOModule(Policy(model, base.tokenizer), engine=engine,
                         optimizer=partial(torch.optim.AdamW, lr=1e-4), sampling=dict(max_new_tokens=64),
                         grpo=dict(group_size=4, micro_batch_size=8, max_seq_len=1024, reuse_sampling_logprobs=reuse),
                         tool_format="prompt", tool_schemas=tool_schemas)  # fmt: skip
@@ -54,6 +71,8 @@ def build(base: Policy, top_layers: int | None = None, tool_schemas: str = "json
     opt = module.configure_optimizers()
     module.optimizers = lambda: opt  # type: ignore[method-assign]
     module.manual_backward = lambda loss: loss.backward()  # type: ignore[method-assign]
+    module.engine.sync_weights(module.model)  # as at fit start; an engine starts here, not in the timed step
+    module.engine.generate([[1, 2, 3]], module.sampling.greedy())
     return module
 
 
@@ -66,6 +85,7 @@ def one_step(module: GRPOModule, batch: TaskBatch, seed: int) -> dict[str, float
     forced = torch.tensor([1.0, -1.0] * (module.grpo.group_size // 2) + [0.0] * (module.grpo.group_size % 2))
     advantages = torch.where(adv.zero_var[:, None], forced, adv.advantages).flatten()  # [B * G]
     module._optimise(rollouts.episodes, advantages)
+    module.engine.sync_weights(module.model)  # the next step samples the new adapter (vLLM: saved and reloaded)
     t2 = time.perf_counter()
     eps = rollouts.episodes
     return dict(total_s=t2 - t0, rollout_s=t1 - t0, train_s=t2 - t1, turns=sum(e.turns for e in eps) / len(eps),
@@ -78,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="models/SmolLM2-135M-Instruct")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--rows", nargs="*", default=[r for r in ROWS if HAS_VLLM or "vllm" not in r], choices=list(ROWS))
     parser.add_argument("--json", help="also write the per-round numbers here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -90,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, list[dict[str, float]]] = {row: [] for row in args.rows}
     for r in range(args.rounds):
         for row in args.rows if r % 2 == 0 else reversed(args.rows):
-            module = build(base, **ROWS[row])
+            module = build(base, args.model, **ROWS[row])
             results[row].append(one_step(module, batch, seed=r))
             print(f"round {r + 1} {row}: {results[row][-1]['total_s']:.1f} s", flush=True)
             del module

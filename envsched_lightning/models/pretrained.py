@@ -93,10 +93,16 @@ def load_pretrained_policy(
             f"the wrong architecture. Use model=pretrained (any causal LM) with model.policy.path={path}"
         )
     torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    model, info = AutoModelForCausalLM.from_pretrained(
-        source, dtype=torch_dtype, local_files_only=True, attn_implementation=attn_implementation,
-        output_loading_info=True,
-    )  # fmt: skip
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(
+            source, dtype=torch_dtype, local_files_only=True, attn_implementation=attn_implementation,
+            output_loading_info=True,
+        )  # fmt: skip
+    except RuntimeError as err:  # transformers refuses weights of the wrong shape itself, after printing them
+        if "mismatched" not in str(err) and "size mismatch" not in str(err):
+            raise
+        raise CheckpointMismatch(f"checkpoint {path!r} has weights of the wrong shape for its architecture "
+                                 f"(see the load report above): {err}") from err  # fmt: skip
     check_loading_info(path, info)
     tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
     _ready_tokenizer(tokenizer, model)

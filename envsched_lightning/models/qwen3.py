@@ -127,13 +127,18 @@ def tiny_qwen3_policy(
 
 
 def _finish(model: torch.nn.Module, lora: Any, gradient_checkpointing: bool) -> torch.nn.Module:
-    if gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.config.use_cache = False
+    """LoRA, then non-reentrant checkpointing on the base. transformers (and peft, when checkpointing is
+    on first) make the input embeddings require grad, which only reentrant checkpointing needs: with it,
+    backward runs through every frozen block instead of stopping at the lowest adapted one
+    (`LoraSettings.top_layers`), so it is switched off again."""
     if lora is not None:
-        # non-reentrant checkpointing needs no grad-requiring input (the reentrant kind did): backward
-        # then stops at the lowest adapted block instead of running through the frozen ones below it
         model = apply_lora(model, lora)
+    if gradient_checkpointing:
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        base.config.use_cache = False
+        if lora is not None:
+            base.disable_input_require_grads()
     return model
 
 

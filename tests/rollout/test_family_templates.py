@@ -17,6 +17,7 @@ from envsched_lightning.rollout import ChatRenderer, Completion, oracle_rollouts
 from envsched_lightning.rollout.chat import PROMPT_FALLBACK
 
 from tests.envs.conftest import build, builtin_yamls
+from tests.rollout.test_qwen3_template import spans
 
 # SmolLM2-Instruct's own template (ChatML with a default system prompt, no tool support)
 CHATML_NO_TOOLS = (
@@ -46,17 +47,6 @@ def family_tokenizer(family: str, env):
         tok.bos_token = bos
     tok.eos_token = turn_end
     return tok
-
-
-def spans(ep):
-    out, cur, flag = [], [], None
-    for t, m in zip(ep.token_ids[ep.prompt_len :], ep.loss_mask[ep.prompt_len :]):
-        if m != flag and cur:
-            out.append((flag, cur))
-            cur = []
-        flag = m
-        cur.append(t)
-    return out + ([(flag, cur)] if cur else [])
 
 
 def check_episode(renderer, env, task, ep):
