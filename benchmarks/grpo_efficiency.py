@@ -3,8 +3,9 @@
     python -m benchmarks.grpo_efficiency [--seeds 3] [--steps 120] [--bfcl ../shared/data] [--out DIR]
     python -m benchmarks.grpo_efficiency --data ../shared/data [--benchmark-envs bfcl_simple ...]   # with benchmark tasks
     python -m benchmarks.grpo_efficiency --replot DIR/grpo_efficiency.json --out docs/   # redraw only
+    python -m benchmarks.grpo_efficiency --experiment smollm2_cpu --workers 1 --threads 2 ...   # the real model
 
-Each run is the application's own path (Hydra `experiment=tiny_cpu` composed with
+Each run is the application's own path (Hydra `experiment=tiny_cpu`, or `--experiment`, composed with
 `scheduler=<name> seed=<s>`, the real `EnvSchedDataModule` and `GRPOModule` under a Lightning
 `Trainer`), differing from `python train.py` in three ways, all so that runs compare fairly:
 - one supervised warm start is done once and every run starts from its weights;
@@ -22,6 +23,12 @@ ratio, zero-variance share, wall time) and writes JSON and a PNG under `--out`: 
 GRPO steps, one line per scheduler (seed mean, band: 95% bootstrap interval over seeds), the target line that
 `steps_to_target` is measured against, and rollouts on the top axis. `--replot` redraws the PNG
 from a saved JSON without training anything.
+
+After the warm start, every training task is sampled G times (`--pool-samples`, the training
+temperature): the histogram of those pass rates says whether the pool has headroom (tasks between
+always and never solved). Each run's result is saved under `--out`/runs/ as it finishes, and the
+warm start under `--out`; a rerun with the same setup reuses them, so a long comparison resumes
+where it stopped.
 """
 
 from __future__ import annotations
@@ -128,6 +135,9 @@ class Setup:
     data: str | None = None  # data folder of the benchmark environments; None: built-in worlds only
     benchmark_envs: tuple[str, ...] = ()  # conf/env names trained on as well (needs `data`)
     max_seq_len: int = 512  # tokens per episode; benchmark prompts need up to the model's 2,048 positions
+    experiment: str = "tiny_cpu"  # the model and its settings (conf/experiment/); e.g. smollm2_cpu
+    threads: int = 1  # torch threads per run
+    pool_samples: int = 0  # rollouts per training task for the pool's pass-rate histogram (0: none)
 
     @property
     def trained_envs(self) -> tuple[str, ...]:
@@ -136,7 +146,8 @@ class Setup:
 
     def overrides(self, scheduler: str, seed: int, out: Path) -> list[str]:
         ov = [
-            "experiment=tiny_cpu", f"scheduler={scheduler}", f"seed={seed}", "callbacks=none", "logger=none",
+            f"experiment={self.experiment}", f"scheduler={scheduler}", f"seed={seed}", "callbacks=none", "logger=none",
+            "trainer.num_sanity_val_steps=0",
             f"env=[{','.join(self.trained_envs)}]", f"output_dir={out}",
             f"data.batch_size={self.batch_size}", f"data.steps_per_epoch={self.eval_every}",
             f"data.eval_per_env={self.eval_per_env}", f"data.val_batch_size={self.eval_per_env * len(self.trained_envs)}",
@@ -206,8 +217,9 @@ def _scores(metrics: dict[str, Any]) -> dict[str, float]:
 
 
 def warm_start(setup: Setup, out: Path) -> dict[str, Any]:
-    """The shared starting point: SFT on the training tasks' oracle episodes, and its held-out scores."""
-    _worker_setup()
+    """The shared starting point: SFT on the training tasks' oracle episodes, its held-out scores, and
+    (with `pool_samples`) each training task's pass rate over that many rollouts."""
+    _worker_setup(setup.threads)
     cfg, dm, model = _build(setup, "random", 0, out / "warm")
     t0 = time.perf_counter()
     losses = model.warm_start(dm.warm_start_items()) if setup.warm_steps > 0 else []  # 0: start from the bare model
@@ -217,13 +229,47 @@ def warm_start(setup: Setup, out: Path) -> dict[str, Any]:
     import torch
 
     torch.save({"model": model.model.state_dict(), "vocab": _vocab_hash(model.tokenizer)}, path)
+    rates = pool_pass_rates(model, dm, setup.pool_samples) if setup.pool_samples else []
     return {"path": str(path), "scores": _scores(metrics), "loss": [losses[0], losses[-1]] if losses else [],
-            "seconds": time.perf_counter() - t0}  # fmt: skip
+            "seconds": time.perf_counter() - t0, "pool_pass_rates": rates}  # fmt: skip
+
+
+def pool_pass_rates(model: Any, dm: Any, samples: int) -> list[float]:
+    """Mean reward of `samples` rollouts (training sampling settings) of every schedulable task."""
+    import torch
+
+    from envsched_lightning.module import TaskBatch
+
+    items = dm.warm_start_items()  # every schedulable task, held-out ones excluded
+    torch.manual_seed(0)
+    rates = []
+    for start in range(0, len(items), 16):
+        chunk = items[start : start + 16]
+        batch = TaskBatch(list(range(len(chunk))), [t for t, _ in chunk], [e for _, e in chunk])
+        rewards = model._rollouts(batch, samples, model.sampling).rewards()  # [B, G]
+        rates += rewards.mean(1).tolist()
+    return rates
+
+
+POOL_BINS = ((0.0, 0.0, "never"), (0.0, 0.25, "(0, 0.25]"), (0.25, 0.5, "(0.25, 0.5]"), (0.5, 0.75, "(0.5, 0.75]"),
+             (0.75, 1.0, "(0.75, 1)"), (1.0, 1.0, "always"))  # fmt: skip
+
+
+def pool_histogram(rates: list[float]) -> str:
+    """Counts of training tasks by pass rate after the warm start: the tasks in between carry gradient."""
+    counts = []
+    for lo, hi, label in POOL_BINS:
+        if lo == hi:
+            n = sum(abs(r - lo) < 1e-9 for r in rates)
+        else:
+            n = sum(lo + 1e-9 < r <= hi and not (hi == 1.0 and abs(r - 1.0) < 1e-9) for r in rates)
+        counts.append(f"{label} {n}")
+    return f"pool pass rates after the warm start ({len(rates)} tasks): " + ", ".join(counts)
 
 
 def run_one(setup: Setup, scheduler: str, seed: int, warm_path: str, out: Path) -> dict[str, Any]:
     """One GRPO run from the shared warm start; per-step scheduling stats and per-eval scores."""
-    _worker_setup()
+    _worker_setup(setup.threads)
     import torch
     from lightning.pytorch import Callback
 
@@ -253,12 +299,12 @@ def run_one(setup: Setup, scheduler: str, seed: int, warm_path: str, out: Path) 
     return {"scheduler": scheduler, "seed": seed, "seconds": time.perf_counter() - t0, **record}
 
 
-def _worker_setup() -> None:
+def _worker_setup(threads: int = 1) -> None:
     import torch
 
     from envsched_lightning.console import quiet_known_noise
 
-    torch.set_num_threads(1)  # runs go in parallel, one core each
+    torch.set_num_threads(threads)  # runs go in parallel, one core each by default
     quiet_known_noise()  # the same console as train.py's
 
 
@@ -416,6 +462,22 @@ def replot(data: dict[str, Any], out: Path) -> Path:
     return out / "grpo_efficiency.png"
 
 
+def _saved(path: Path, setup: dict[str, Any]) -> dict[str, Any] | None:
+    """A result saved by an earlier run of the same setup (resume), or None."""
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    same = data.get("setup") == json.loads(json.dumps(setup))  # as JSON stores it (tuples become lists)
+    return data["result"] if same else None
+
+
+def _save(path: Path, setup: dict[str, Any], result: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"setup": setup, "result": result}))
+    tmp.replace(path)
+
+
 def _given(value: int | None, default: int) -> int:
     """An option's value if the user gave one (0 included: `--warm-steps 0` means no warm start), else its default."""
     return default if value is None else value
@@ -441,7 +503,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--max-seq-len", type=int, default=None, help="default: 512, or 2048 with --data")
     p.add_argument("--warm-steps", type=int, default=None, help="default: 60, or 300 with --data (measured: "
                    "60 leave the SFT loss at 3.3 on the mixed pool, 300 at 0.3)")  # fmt: skip
-    p.add_argument("--workers", type=int, default=2, help="runs in parallel (one CPU thread each)")
+    p.add_argument("--workers", type=int, default=2, help="runs in parallel")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    p.add_argument("--experiment", default="tiny_cpu", help="conf/experiment/ name: the model and its settings")
+    p.add_argument("--pool-samples", type=int, default=0, help="rollouts per training task after the warm start, "
+                   "for the pool's pass-rate histogram (0: skip)")  # fmt: skip
     p.add_argument("--out", default="outputs/grpo_efficiency")
     p.add_argument("--replot", metavar="JSON", help="redraw the PNG under --out from a saved grpo_efficiency.json; runs nothing")
     a = p.parse_args(argv)
@@ -458,28 +524,39 @@ def main(argv: list[str] | None = None) -> list[dict]:
                   tasks_per_env=a.tasks_per_env, eval_per_env=a.eval_per_env, bfcl=a.bfcl, data=a.data,
                   benchmark_envs=tuple(a.benchmark_envs) if pool else (), warm_steps=_given(a.warm_steps, 300 if pool else 60),
                   max_new_tokens=_given(a.max_new_tokens, 64 if pool else 32),
-                  max_seq_len=_given(a.max_seq_len, 2048 if pool else 512))  # fmt: skip
+                  max_seq_len=_given(a.max_seq_len, 2048 if pool else 512), experiment=a.experiment,
+                  threads=a.threads, pool_samples=a.pool_samples)  # fmt: skip
     names = ["random"] + [n for n in a.schedulers if n != "random"]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     t0 = time.perf_counter()
     ctx = get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        warm = pool.submit(warm_start, setup, out).result()
+    key = dataclasses.asdict(setup)
+    warm = _saved(out / "warm.json", key)
+    if warm is None:
+        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+            warm = pool.submit(warm_start, setup, out).result()
+        _save(out / "warm.json", key, warm)
     print(f"warm start: {warm['seconds']:.0f}s, held-out scores {warm['scores']}", flush=True)
+    if warm.get("pool_pass_rates"):
+        print(pool_histogram(warm["pool_pass_rates"]), flush=True)
     jobs = [(n, s) for s in range(a.seeds) for n in names]
     results: dict[str, list[dict]] = {n: [] for n in names}
+    saved = {(n, s): _saved(out / "runs" / f"{n}_s{s}.json", key) for n, s in jobs}
     with ProcessPoolExecutor(max_workers=a.workers, mp_context=ctx) as pool:
-        futures = {pool.submit(run_one, setup, n, s, warm["path"], out): (n, s) for n, s in jobs}
-        for fut, (n, s) in futures.items():
-            r = fut.result()
+        futures = {(n, s): pool.submit(run_one, setup, n, s, warm["path"], out) for n, s in jobs if saved[n, s] is None}
+        for n, s in jobs:
+            r = saved[n, s] or futures[n, s].result()
+            if saved[n, s] is None:
+                _save(out / "runs" / f"{n}_s{s}.json", key, r)
             results[n].append(r)
-            print(f"  {n:9s} seed {s}: {r['seconds'] / 60:.1f} min, final {r['evals'][-1]['scores']}", flush=True)
+            how = "saved" if saved[n, s] else f"{r['seconds'] / 60:.1f} min"
+            print(f"  {n:9s} seed {s}: {how}, final {r['evals'][-1]['scores']}", flush=True)
     for runs in results.values():
         runs.sort(key=lambda r: r["seed"])
     rows = summarize(results, warm, setup)
-    title = (f"GRPO, tiny Qwen3, {', '.join(setup.trained_envs)} ({setup.tasks_per_env} tasks each, {setup.eval_per_env} "
+    title = (f"GRPO, {setup.experiment}, {', '.join(setup.trained_envs)} ({setup.tasks_per_env} tasks each, {setup.eval_per_env} "
              f"held out), batch {setup.batch_size} x G{setup.group_size}, {setup.steps} steps, {a.seeds} seeds")  # fmt: skip
     print(format_table([display(r) for r in rows], title))
     for line in verdicts(results, warm, setup, rows):

@@ -82,3 +82,20 @@ def test_warm_steps_zero_means_no_warm_start_and_a_run_prints_no_lightning_noise
     assert len(run["zero_var"]) == 2  # both GRPO steps ran
     lightning = [str(w.message) for w in seen if "lightning" in w.filename]
     assert not lightning, lightning
+
+
+def test_pool_pass_rates_and_a_resumed_comparison(tmp_path, one_thread):
+    """`--pool-samples`: a pass rate per training task after the warm start, in the histogram's bins;
+    a run's saved result is reused by a rerun of the same setup and ignored by another setup."""
+    setup = ge.Setup(envs=("banking",), tasks_per_env=6, eval_per_env=2, batch_size=2, group_size=2, steps=2,
+                     eval_every=2, warm_steps=2, max_new_tokens=8, pool_samples=2)  # fmt: skip
+    warm = ge.warm_start(setup, tmp_path)
+    rates = warm["pool_pass_rates"]
+    assert len(rates) == 4 and all(r in (0.0, 0.5, 1.0) for r in rates)  # 4 training tasks, 2 rollouts each
+    line = ge.pool_histogram([0.0, 0.0, 0.5, 1.0, 0.2, 0.9])
+    assert line.endswith("never 2, (0, 0.25] 1, (0.25, 0.5] 1, (0.5, 0.75] 0, (0.75, 1) 1, always 1")
+    key = ge.dataclasses.asdict(setup)
+    ge._save(tmp_path / "runs" / "random_s0.json", key, {"seed": 0})
+    assert ge._saved(tmp_path / "runs" / "random_s0.json", key) == {"seed": 0}
+    assert ge._saved(tmp_path / "runs" / "random_s0.json", key | {"steps": 4}) is None
+    assert ge._saved(tmp_path / "runs" / "missing.json", key) is None

@@ -183,6 +183,17 @@ def test_a_run_prints_its_progress_and_a_summary(tmp_path, capsys):
     assert (tmp_path / "config_resolved.yaml").read_text().startswith("scheduler:")
 
 
+def test_a_whole_sanity_check_is_the_score_before_training(tmp_path, capsys):
+    """num_sanity_val_steps=-1 scores every held-out task after the warm start: the summary's "before"."""
+    train(tiny_cfg(tmp_path, "steps=2", "trainer.num_sanity_val_steps=-1"))
+    out = capsys.readouterr().out
+    before = out.index("eval before training: held-out score ")
+    assert before < out.index("step 1/2 | reward ")
+    first = float(out[before:].split("held-out score ")[1].split()[0])
+    summary = out.split("\ndone: ")[1]
+    assert f"held-out score {first:.3f} -> " in summary
+
+
 @pytest.mark.parametrize("steps", [1, 4, 5])
 def test_steps_sets_the_number_of_grpo_steps(tmp_path, steps):
     """`steps=N` runs N GRPO steps whatever the evaluation interval (3) and optimiser steps per GRPO step."""
