@@ -15,6 +15,7 @@ from transformers import PreTrainedTokenizerBase
 
 from envsched_lightning.envs.base import Environment, Task
 from envsched_lightning.envs.oracle import run_scripted
+from envsched_lightning.envs.tool_formats import tool_format as get_tool_format
 from envsched_lightning.rollout.agent_loop import ChatRenderer
 from envsched_lightning.scheduling import TaskSpec
 
@@ -52,9 +53,11 @@ class EnvReward:
 
     __name__ = "env_reward"  # the name TRL logs the reward under
 
-    def __init__(self, items: Sequence[Item]) -> None:
+    def __init__(self, items: Sequence[Item], tool_format: str = "hermes") -> None:
+        """`tool_format`: how the policy writes calls (`envs.tool_formats`), e.g. ``llama3_json``."""
         rows = unique_rows((task.spec.env, task.spec.task_id) for task, _ in items)  # a task given twice raises
         self._tasks: dict[TaskKey, Item] = {key: items[row] for key, row in rows.items()}
+        self._parse = None if tool_format == "hermes" else get_tool_format(tool_format).parse
 
     def __call__(self, completions: Sequence[Any], env: Sequence[str], task_id: Sequence[str],
                  **_: Any) -> list[float]:
@@ -63,6 +66,6 @@ class EnvReward:
             if key not in self._tasks:
                 raise ValueError(f"reward asked for unknown task {key[0]}/{key[1]}")
             task, environment = self._tasks[key]
-            verdict, _results = run_scripted(environment, task, [_text(completion)])
+            verdict, _results = run_scripted(environment, task, [_text(completion)], self._parse)
             rewards.append(float(verdict.reward))
         return rewards

@@ -6,10 +6,10 @@ trains on; `run_scripted` drives an episode exactly as the agent loop does, thro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .base import Environment, Task, ToolResult, Verdict
-from .parsing import render_assistant_turn
+from .parsing import ParsedTurn, render_assistant_turn
 from .patterns import calls_of
 
 
@@ -20,13 +20,15 @@ def oracle_turns(task: Task) -> list[str]:
     return [render_assistant_turn("", turn) for turn in calls_of(task.ground_truth)] + [task.ground_truth["answer"]]
 
 
-def run_scripted(env: Environment, task: Task, texts: Sequence[str]) -> tuple[Verdict, list[list[ToolResult]]]:
-    """Play `texts` as the model's turns until one has no tool call or `task.max_turns` is hit."""
+def run_scripted(env: Environment, task: Task, texts: Sequence[str],
+                 parse: Callable[[str], ParsedTurn] | None = None) -> tuple[Verdict, list[list[ToolResult]]]:  # fmt: skip
+    """Play `texts` as the model's turns until one has no tool call or `task.max_turns` is hit;
+    `parse` reads another family's call format (`Episode.turn`)."""
     episode = env.reset(task)
     results: list[list[ToolResult]] = []
     answer = ""
     for text in list(texts)[: task.max_turns]:
-        parsed, out = episode.turn(text)
+        parsed, out = episode.turn(text, parse)
         if not parsed.calls and not parsed.errors:
             answer = parsed.content
             break

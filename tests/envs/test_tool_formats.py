@@ -65,3 +65,21 @@ def test_unknown_format_names_the_known_ones():
 def test_llama3_json_never_raises(pieces):
     parsed = LLAMA.parse("".join(pieces))
     assert isinstance(parsed.calls, list) and isinstance(parsed.errors, list)
+
+
+def test_the_trl_reward_reads_the_policys_format():
+    """`EnvReward(items, tool_format=...)`: a Llama-3 policy's completion is scored on its calls."""
+    from envsched_lightning.adapters.tasks import EnvReward
+    from envsched_lightning.envs import make_env
+    from envsched_lightning.envs.oracle import oracle_turns
+
+    env = make_env("banking", num_tasks=4)
+    task = env.tasks()[0]
+    call_turn = oracle_turns(task)[0]  # a one-call task whose verifier checks the final state
+    llama = translate(call_turn, LLAMA)
+    key = dict(env=[task.spec.env], task_id=[task.spec.task_id])
+    assert EnvReward([(task, env)])([call_turn], **key) == [1.0]
+    assert EnvReward([(task, env)], tool_format="llama3_json")([llama], **key) == [1.0]
+    assert EnvReward([(task, env)])([llama], **key) == [0.0]  # read as hermes, the JSON is prose: no call made
+    with pytest.raises(ValueError, match="unknown tool-call format"):
+        EnvReward([(task, env)], tool_format="nope")
