@@ -64,6 +64,7 @@ RULES = [
     Rule(r"^make smollm2\b", "", "as written (keeps a folder that verifies)"),
     Rule(r"^make train-smollm2\b", SMOLLM2_TRAIN, "the real-model experiment, 2 steps"),
     Rule(r"^make train\b", SMALL_TRAIN, "the CPU default, 2 steps"),
+    Rule(r"venv-vllm.*benchmarks\.real_model_step", "--rounds 1 --rows 'vllm, top_layers=8 + compact'", "1 round, the vLLM row"),
     Rule(r"benchmarks\.real_model_step", "--rounds 1 --rows 'all three'", "1 round, the fastest row"),
     Rule(r"pip install .*\[vllm", None, "GPU machine: the CUDA build of vLLM"),
     Rule(r"experiment=envsched_qwen3_8b.*--cfg job", "", "prints the config only"),
