@@ -25,6 +25,7 @@ from transformers import PreTrainedTokenizerBase
 
 from envsched_lightning.envs.base import Environment, Task
 from envsched_lightning.rollout import (
+    PROMPT_TOO_LONG,
     ChatRenderer,
     EpisodeRecord,
     RolloutEngine,
@@ -32,6 +33,7 @@ from envsched_lightning.rollout import (
     engine_awake,
     run_agent_loop,
 )
+from envsched_lightning.rollout.agent_loop import prompt_too_long
 
 BENCHMARK_PREFIXES: tuple[tuple[str, str], ...] = (("bfcl_", "bfcl"), ("acebench_", "acebench"), ("tau_", "tau_bench"))
 BUILTIN = "worlds"
@@ -42,8 +44,6 @@ def benchmark_of(env_name: str) -> str:
     return next((name for prefix, name in BENCHMARK_PREFIXES if env_name.startswith(prefix)), BUILTIN)
 
 
-PROMPT_TOO_LONG = "prompt too long"
-"""Reason of a task whose prompt leaves no room to generate within `max_seq_len`: scored 0, not dropped."""
 
 
 def greedy_rollouts(
@@ -78,7 +78,7 @@ def greedy_rollouts(
 
 
 def _too_long(task: Task, env: Environment, n: int, budget: int) -> EpisodeRecord:
-    reason = f"{PROMPT_TOO_LONG}: {n} tokens, more than max_seq_len - max_new_tokens = {budget}; scored 0"
+    reason = prompt_too_long(n, budget)
     return EpisodeRecord(group=-1, env=env.name, task_key=task.spec.key, token_ids=[], loss_mask=[], prompt_len=n,
                          reward=0.0, reason=reason, turns=0, tool_calls=0, parse_errors=0, gen_tokens=0, truncated=True,
                          final_answer="", messages=tuple(dict(m) for m in task.messages))  # fmt: skip

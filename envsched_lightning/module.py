@@ -46,6 +46,7 @@ from envsched_lightning.grpo.config import coerce
 from envsched_lightning.models import Policy
 from envsched_lightning.rollout import (
     INVALID_REWARD,
+    PROMPT_TOO_LONG,
     ChatRenderer,
     EpisodeRecord,
     HFEngine,
@@ -334,6 +335,7 @@ class GRPOModule(LightningModule):
             "rollout/parse_error_rate": sum(e.parse_errors for e in eps) / max(turns, 1),
             "rollout/truncated_frac": sum(e.truncated for e in eps) / len(eps),
             "rollout/invalid_reward_frac": sum(e.reason.startswith(INVALID_REWARD) for e in eps) / len(eps),
+            "rollout/prompt_too_long_frac": sum(e.reason.startswith(PROMPT_TOO_LONG) for e in eps) / len(eps),
             "rollout/gen_tokens_per_s": gen_tokens / max(gen_s, 1e-9),
             "train/skipped": float(not stats),
         }

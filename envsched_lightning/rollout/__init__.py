@@ -5,6 +5,7 @@
 
 from .agent_loop import (
     INVALID_REWARD,
+    PROMPT_TOO_LONG,
     ChatRenderer,
     checked_verdict,
     default_oracle,
@@ -21,6 +22,7 @@ from .vllm_engine import VLLMEngine
 __all__ = [
     "ChatRenderer",
     "INVALID_REWARD",
+    "PROMPT_TOO_LONG",
     "checked_verdict",
     "Completion",
     "default_oracle",

@@ -60,6 +60,7 @@ class _Running:
     done: bool = False
     final_answer: str = ""
     sample_logprobs: list[float] | None = None  # engine log-probs, 0 on context tokens; None once a turn lacks them
+    unplayable: str | None = None  # why the episode was scored 0 without a turn (its prompt leaves no room)
 
 
 def _start(groups: Sequence[tuple[Task, Environment]], group_size: int, renderer: ChatRenderer) -> list[_Running]:
@@ -132,6 +133,15 @@ def _next_user_turn(ep: _Running) -> list[dict[str, str]] | None:
     return [{"role": str(m["role"]), "content": str(m["content"])} for m in nxt] if nxt else None
 
 
+PROMPT_TOO_LONG = "prompt too long"
+"""Reason prefix of an episode whose prompt leaves no room to generate within `max_seq_len`: scored 0,
+never a crash (a benchmark counts a task the model cannot answer as failed; GRPO gets a zero-variance group)."""
+
+def prompt_too_long(tokens: int, budget: int) -> str:
+    """The recorded reason of an episode whose prompt of `tokens` exceeds `budget` (max_seq_len - max_new_tokens)."""
+    return f"{PROMPT_TOO_LONG}: {tokens} tokens, more than max_seq_len - max_new_tokens = {budget}; scored 0"
+
+
 INVALID_REWARD = "invalid reward"
 """Prefix of a verdict's reason when the verifier raised or gave a reward outside [0, 1] (scored 0)."""
 
@@ -168,9 +178,10 @@ def rollout_episodes(
     renderer = ChatRenderer(tokenizer, chat_template_kwargs, tool_format, tool_schemas)
     running = _start(groups, group_size, renderer)
     budget = max_seq_len - max_new_tokens  # a sequence longer than this could not take another turn
-    for ep in running:
+    for ep in running:  # a prompt with no room for a turn scores 0 with the reason; the batch goes on
         if len(ep.token_ids) > budget:
-            raise ValueError(f"prompt of {ep.task.spec.key} ({len(ep.token_ids)} tokens) leaves no room to generate")
+            ep.done = ep.truncated = True
+            ep.unplayable = prompt_too_long(len(ep.token_ids), budget)
     while active := [i for i, ep in enumerate(running) if not ep.done]:
         completions = generate(active, [running[i].token_ids for i in active])
         for i, completion in zip(active, completions, strict=True):
@@ -179,7 +190,7 @@ def rollout_episodes(
 
 
 def _finish(ep: _Running) -> EpisodeRecord:
-    verdict = checked_verdict(ep.episode, ep.final_answer)
+    verdict = Verdict(0.0, ep.unplayable) if ep.unplayable else checked_verdict(ep.episode, ep.final_answer)
     return EpisodeRecord(
         group=ep.group, env=ep.env.name, task_key=ep.task.spec.key, token_ids=ep.token_ids,
         loss_mask=ep.loss_mask, prompt_len=ep.prompt_len, reward=float(verdict.reward), reason=verdict.reason,

@@ -151,3 +151,27 @@ def test_multi_turn_bfcl_gets_every_user_turn_and_a_perfect_script_scores_one():
         for q in questions[1:]:  # later user turns are in the episode as context, never trained on
             for msg in q:
                 assert full.count(msg["content"]) > generated.count(msg["content"])
+
+
+def test_a_prompt_with_no_room_to_generate_scores_zero_and_the_batch_goes_on():
+    """A task whose prompt alone passes max_seq_len - max_new_tokens is scored 0 with the reason, its
+    group never reaches the engine, and the other groups of the batch play as usual."""
+    from envsched_lightning.rollout import PROMPT_TOO_LONG
+    from envsched_lightning.envs.base import Task
+
+    env = make_env("banking", num_tasks=4)
+    tok = build_offline_tokenizer([env], vocab_size=512)
+    short = env.tasks()[0]
+    long = Task(short.spec.__class__(env="banking", task_id="huge"), ({"role": "user", "content": "deposit " * 400},),
+                short.ground_truth, short.max_turns)  # fmt: skip
+    asked: list[int] = []
+
+    def generate(ids, prompts):  # every turn answers in prose: one turn per playable episode
+        asked.extend(len(p) for p in prompts)
+        return [Completion(tok.encode("Done.", add_special_tokens=False) + [tok.eos_token_id], "Done.") for _ in prompts]
+
+    batch = rollout_episodes(generate, tok, [(long, env), (short, env)], 2, max_new_tokens=32, max_seq_len=256)
+    too_long, ok = batch.episodes[:2], batch.episodes[2:]
+    assert all(e.reward == 0.0 and e.reason.startswith(PROMPT_TOO_LONG) and e.turns == 0 for e in too_long)
+    assert "= 224; scored 0" in too_long[0].reason  # max_seq_len 256 - max_new_tokens 32
+    assert [e.turns for e in ok] == [1, 1] and len(asked) == 2 and max(asked) <= 224  # only the short task's
