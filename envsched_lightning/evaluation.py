@@ -25,15 +25,13 @@ from transformers import PreTrainedTokenizerBase
 
 from envsched_lightning.envs.base import Environment, Task
 from envsched_lightning.rollout import (
-    PROMPT_TOO_LONG,
-    ChatRenderer,
+    PROMPT_TOO_LONG,  # noqa: F401 - evaluate.py and callers read it from here
     EpisodeRecord,
     RolloutEngine,
     SamplingConfig,
     engine_awake,
     run_agent_loop,
 )
-from envsched_lightning.rollout.agent_loop import prompt_too_long
 
 BENCHMARK_PREFIXES: tuple[tuple[str, str], ...] = (("bfcl_", "bfcl"), ("acebench_", "acebench"), ("tau_", "tau_bench"))
 BUILTIN = "worlds"
@@ -60,28 +58,17 @@ def greedy_rollouts(
 
     `loop_kwargs` go to `run_agent_loop` (`max_seq_len`, `chat_template_kwargs`, `tool_format`, `tool_schemas`); `progress(done, total)`
     is called after each batch. A task whose prompt does not fit scores 0 with reason `PROMPT_TOO_LONG`
-    (a benchmark counts a task the model cannot answer as failed; dropping it would raise the score)."""
+    (the agent loop records it; a benchmark counts a task the model cannot answer as failed, dropping
+    it would raise the score)."""
     greedy = sampling.greedy()
-    renderer = ChatRenderer.for_loop(tokenizer, loop_kwargs)
-    budget = loop_kwargs.get("max_seq_len", 4096) - greedy.max_new_tokens
-    lengths = [len(renderer.prompt(task, env)) for task, env in pairs]
-    runnable = [pair for pair, n in zip(pairs, lengths) if n <= budget]
-    step = batch_size or max(len(runnable), 1)
-    ran: list[EpisodeRecord] = []
+    step = batch_size or max(len(pairs), 1)
+    episodes: list[EpisodeRecord] = []
     with engine_awake(engine):  # a sleeping vLLM wakes once for the whole evaluation
-        for start in range(0, len(runnable), step):
-            ran += run_agent_loop(engine, tokenizer, runnable[start : start + step], 1, greedy, **loop_kwargs).episodes
+        for start in range(0, len(pairs), step):
+            episodes += run_agent_loop(engine, tokenizer, pairs[start : start + step], 1, greedy, **loop_kwargs).episodes
             if progress is not None:
-                progress(len(ran) + len(pairs) - len(runnable), len(pairs))
-    done = iter(ran)
-    return [next(done) if n <= budget else _too_long(task, env, n, budget) for (task, env), n in zip(pairs, lengths)]
-
-
-def _too_long(task: Task, env: Environment, n: int, budget: int) -> EpisodeRecord:
-    reason = prompt_too_long(n, budget)
-    return EpisodeRecord(group=-1, env=env.name, task_key=task.spec.key, token_ids=[], loss_mask=[], prompt_len=n,
-                         reward=0.0, reason=reason, turns=0, tool_calls=0, parse_errors=0, gen_tokens=0, truncated=True,
-                         final_answer="", messages=tuple(dict(m) for m in task.messages))  # fmt: skip
+                progress(len(episodes), len(pairs))
+    return episodes
 
 
 class EnvScore(NamedTuple):

@@ -24,7 +24,6 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase
 
 from envsched_lightning.envs.base import Environment, Task, ToolResult
-from envsched_lightning.envs.parsing import ParsedTurn
 from envsched_lightning.envs.tool_formats import TOOL_FORMATS, ToolFormat, tool_format
 from envsched_lightning.models.chat_template import TOOLS_FOOTER, TOOLS_HEADER
 
@@ -176,9 +175,6 @@ class ChatRenderer:
     def parse(self) -> Any:
         """The policy's call parser for `Episode.turn`; None for the default (``<tool_call>`` blocks)."""
         return None if self.protocol.format.name == "hermes" else self.protocol.format.parse
-
-    def parse_turn(self, text: str) -> ParsedTurn:
-        return self.protocol.format.parse(text)
 
     def messages_with_tools(self, messages: Sequence[Mapping[str, Any]], tools: list[dict] | None) -> list[dict]:
         """`messages`, with the schemas in the system message when the template cannot carry them."""
