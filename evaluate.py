@@ -48,18 +48,67 @@ def check_limit(limit: Any) -> int | None:
     return limit
 
 
+POLICY_BUILDERS = ("envsched_lightning.models.tiny_qwen3_policy", "envsched_lightning.models.load_pretrained_qwen3",
+                   "envsched_lightning.models.load_pretrained_policy")  # fmt: skip
+PLAIN = (str, int, float, bool, type(None))
+
+
+def known_env_targets(cfg: DictConfig) -> set[str]:
+    """Environment classes a run's policy may name (the tiny tokenizer's corpus): conf/env/ and this config's."""
+    found = {str(node["_target_"]) for node in (cfg.get("env") or {}).values() if "_target_" in node}
+    for file in (Path(__file__).resolve().parent / "conf" / "env").glob("*.yaml"):
+        node = OmegaConf.load(file)
+        if isinstance(node, DictConfig) and "_target_" in node:
+            found.add(str(node["_target_"]))
+    return found
+
+
+def check_run_policy(policy: Any, source: str, env_targets: set[str]) -> None:
+    """Refuse, by key, anything in a run's `model.policy` but a known builder with plain values.
+
+    The file lies next to a checkpoint that may come from anywhere: instantiating it as it stands
+    would call whatever `_target_` it names (`torch.load`, `builtins.open`, ...). Allowed: the top
+    `_target_` among POLICY_BUILDERS; `_target_` of the tiny model's `envs` entries among the known
+    environment classes; every other value a number, string, bool, null, list or mapping of them."""
+    if policy.get("_target_") not in POLICY_BUILDERS:
+        raise ValueError(f"{source}: model.policy._target_={policy.get('_target_')!r} is not a known policy builder "
+                         f"({', '.join(POLICY_BUILDERS)}); refused")  # fmt: skip
+
+    def walk(value: Any, key: str, env_node: bool) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                where = f"{key}.{k}"
+                if str(k).startswith("_") and k != "_target_":
+                    raise ValueError(f"{source}: {where}: Hydra instantiation keys are refused in a run's policy")
+                if k == "_target_" and key != "model.policy" and not (env_node and v in env_targets):
+                    raise ValueError(f"{source}: {where}={v!r}: only the policy builder and known environment "
+                                     "classes (the tiny tokenizer's envs) may be named; refused")  # fmt: skip
+                walk(v, where, False)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{key}[{i}]", key == "model.policy.envs")
+        elif not isinstance(value, PLAIN):
+            raise ValueError(f"{source}: {key}: a {type(value).__name__} is not a plain value; refused")
+        elif isinstance(value, str) and "${" in value:
+            raise ValueError(f"{source}: {key}={value!r}: interpolations are refused in a run's resolved config")
+
+    walk(OmegaConf.to_container(policy, resolve=False), "model.policy", False)
+
+
 def use_run_policy(cfg: DictConfig) -> str | None:
     """Build the checkpoint's model as its run built it: `model.policy` from the run's config_resolved.yaml.
 
     The tiny model's tokenizer is trained on the run's environments, so only the run's config can
     rebuild it; LoRA settings and the architecture must match too. `path` (where base weights live
-    on this machine) stays this config's. Returns the file used, or None when there is none."""
+    on this machine) stays this config's. The file is checked first (`check_run_policy`): only
+    known builders with plain values. Returns the file used, or None when there is none."""
     run_config = Path(cfg.ckpt_path).resolve().parent.parent / "config_resolved.yaml"
     if not run_config.is_file():
         return None
     run_policy = OmegaConf.load(run_config).get("model", {}).get("policy")
     if run_policy is None:
         return None
+    check_run_policy(run_policy, str(run_config), known_env_targets(cfg))
     if run_policy.get("_target_") != cfg.model.policy.get("_target_"):
         raise ValueError(f"ckpt_path={cfg.ckpt_path} was written by a run whose model.policy is {run_policy.get('_target_')} "
                          f"({run_config}), but this config builds {cfg.model.policy.get('_target_')}: choose that model= group")  # fmt: skip

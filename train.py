@@ -27,7 +27,10 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from envsched_lightning.console import quiet_known_noise  # noqa: E402
 from envsched_lightning.distributed import end_process_group  # noqa: E402
+from envsched_lightning.run_dirs import register_resolver  # noqa: E402
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
+
+register_resolver()  # hydra.run.dir: ${unique_dir:...}, a folder no other run shares
 
 
 def run_simulation(cfg: DictConfig) -> dict[str, Any]:
@@ -143,6 +146,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         return run_simulation(cfg)
     import lightning as L
 
+    from callbacks.checkpoint import SafeCheckpointIO
     from callbacks.constraint import install_constraints
 
     L.seed_everything(cfg.seed, workers=True)
@@ -159,11 +163,10 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     if cfg.get("ckpt_path"):
         check_checkpoint(cfg.ckpt_path, datamodule, bool(cfg.get("resume_without_scheduler", False)))
     model = instantiate(cfg.model)
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_each(cfg.get("logger")) or False)
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_each(cfg.get("logger")) or False,
+                          plugins=[SafeCheckpointIO()])  # atomic saves; loads never unpickle code
     save_config(cfg, trainer)
-    # weights_only=False: the checkpoint carries the scheduler's numpy state and RNG states (resume
-    # only from checkpoints you wrote)
-    trainer.fit(model, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"), weights_only=False)
+    trainer.fit(model, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"), weights_only=True)
     paths = output_paths(trainer)
     if trainer.is_global_zero:
         print("\n".join(f"{name}: {path}" for name, path in paths.items()))

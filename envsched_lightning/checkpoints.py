@@ -1,29 +1,173 @@
-"""Reading a Lightning checkpoint written by this application, with errors that name the file.
+"""Checkpoint files: written atomically, read without unpickling code, with errors that name the file.
 
-Training (resume) and evaluation both start from a user-given `ckpt_path`; a missing, empty,
-truncated or foreign file must fail with the path and the reason, not with a pickle traceback.
+A checkpoint is a pickle, and a pickle can name any callable: loading one with `weights_only=False`
+runs whatever it says. Everything this application saves is tensors, numbers, strings and
+containers once numpy arrays are packed as tensors (`to_safe`), so every file is read with
+`weights_only=True` and a file holding anything else is refused with the object named
+(`read_state`). Checkpoints written before this packing hold numpy arrays: `python -m
+envsched_lightning.checkpoints convert OLD NEW --trust` rewrites one you trust (it unpickles it).
+
+Writes go to a temporary file in the target's own folder, then `os.replace`: a kill mid-save leaves
+the previous checkpoint whole, and the rename is atomic because it never crosses filesystems. The
+temporary file is removed when the save fails, and a dead process's leftover is removed by the next
+save into that folder. `callbacks.checkpoint.SafeCheckpointIO` gives Lightning's
+Trainer both behaviours.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
 
-def read_checkpoint(path: str, mmap: bool = False) -> dict[str, Any]:
-    """The checkpoint's top-level dict (it holds a 'state_dict'), or an error naming `path`.
+NUMPY_TAG = "__numpy__"  # {NUMPY_TAG: raw bytes as a uint8 tensor, "dtype": "<f8", "shape": [..]}
+_TMP = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)$")
 
-    `weights_only=False`: our checkpoints carry the scheduler's numpy state and RNG states, so
-    load only checkpoints you wrote. `mmap=True` reads tensors lazily (for a look at the keys)."""
-    import torch
 
+class UnsafeCheckpoint(ValueError):
+    """A checkpoint file that holds objects other than tensors and plain values."""
+
+
+# ---------------------------------------------------------------------------------------- packing
+def to_safe(obj: Any, where: str = "checkpoint") -> Any:
+    """`obj` with numpy arrays packed as tensors and numpy scalars as Python numbers.
+
+    Raises naming the key path for what cannot be stored safely (object or structured arrays)."""
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "OV" or obj.dtype.hasobject:
+            raise TypeError(f"{where}: a numpy array of dtype {obj.dtype} cannot be saved without pickle")
+        raw = np.ascontiguousarray(obj).tobytes()
+        return {NUMPY_TAG: torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.zeros(0, dtype=torch.uint8),
+                "dtype": obj.dtype.str, "shape": list(obj.shape)}  # fmt: skip
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        out = {k: to_safe(v, f"{where}[{k!r}]") for k, v in obj.items()}
+        return OrderedDict(out) if isinstance(obj, OrderedDict) else out  # (other subclasses are not plain data)
+    if isinstance(obj, (list, tuple)):
+        items = [to_safe(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+        return items if isinstance(obj, list) else tuple(items)
+    return obj
+
+
+def from_safe(obj: Any) -> Any:
+    """The inverse of `to_safe`: packed arrays back to numpy (numpy scalars stay Python numbers)."""
+    if isinstance(obj, dict):
+        if NUMPY_TAG in obj and set(obj) == {NUMPY_TAG, "dtype", "shape"}:
+            raw = obj[NUMPY_TAG].numpy().tobytes()
+            return np.frombuffer(raw, dtype=np.dtype(obj["dtype"])).reshape(obj["shape"]).copy()
+        out = {k: from_safe(v) for k, v in obj.items()}
+        return OrderedDict(out) if isinstance(obj, OrderedDict) else out
+    if isinstance(obj, list):
+        return [from_safe(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(from_safe(v) for v in obj)
+    return obj
+
+
+# ------------------------------------------------------------------------------------ read / write
+def read_state(path: str | os.PathLike, what: str = "checkpoint", mmap: bool = False) -> Any:
+    """The object saved at `path` (numpy arrays unpacked), read with `weights_only=True`.
+
+    Raises FileNotFoundError for a missing or empty file, `UnsafeCheckpoint` naming the first object
+    that is not plain data, ValueError for anything unreadable; every message names `path`."""
     file = Path(path)
     if not file.is_file() or file.stat().st_size == 0:
-        raise FileNotFoundError(f"ckpt_path={path}: {'empty file' if file.is_file() else 'no such file'}")
+        raise FileNotFoundError(f"{what}={path}: {'empty file' if file.is_file() else 'no such file'}")
     try:
-        ckpt = torch.load(file, map_location="cpu", weights_only=False, mmap=mmap)
+        obj = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as err:  # noqa: BLE001 - any unreadable file gets the same clear message
-        raise ValueError(f"ckpt_path={path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
+        found = re.search(r"GLOBAL ([\w.]+)", str(err))
+        if found or "weights_only" in str(err).lower() and "unsupported" in str(err).lower():
+            name = found.group(1) if found else "an object that is not a tensor or plain value"
+            raise UnsafeCheckpoint(
+                f"{what}={path}: refused: it holds {name}, which loading would have to unpickle (code could run). "
+                "This application saves only tensors and plain values. A checkpoint written by an older version "
+                "holds numpy arrays: if you trust the file, convert it once with "
+                f"`python -m envsched_lightning.checkpoints convert {path} NEW_PATH --trust`") from None  # fmt: skip
+        raise ValueError(f"{what}={path}: not a readable checkpoint ({type(err).__name__}: {str(err)[:300]})") from None
+    return from_safe(obj)
+
+
+def read_checkpoint(path: str, mmap: bool = False) -> dict[str, Any]:
+    """The Lightning checkpoint's top-level dict (it holds a 'state_dict'), or an error naming `path`.
+
+    `mmap=True` reads tensors lazily (for a look at the keys)."""
+    ckpt = read_state(path, "ckpt_path", mmap=mmap)
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         raise ValueError(f"ckpt_path={path}: not a Lightning checkpoint (no 'state_dict')")
     return ckpt
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Temporary files of saves whose process is gone (killed mid-save): removed, and returned."""
+    removed = []
+    for tmp in folder.glob(".*.tmp-*"):
+        m = _TMP.match(tmp.name)
+        if m and int(m["pid"]) != os.getpid() and not _alive(int(m["pid"])):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def write_state(obj: Any, path: str | os.PathLike) -> None:
+    """Save `obj` (numpy packed) at `path` atomically: a temporary file in the same folder, fsync, rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target.parent)
+    safe = to_safe(obj, target.name)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(safe, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# ------------------------------------------------------------------------------------------ convert
+def convert(old: str, new: str, trust: bool) -> list[str]:
+    """Rewrite a checkpoint you trust (unpickled: it may run code) in the safe format. Returns what changed."""
+    if not trust:
+        raise PermissionError(f"{old}: converting unpickles the file, which runs any code it names; "
+                              "pass --trust only for a file you (or this application) wrote")  # fmt: skip
+    obj = torch.load(old, map_location="cpu", weights_only=False)
+    unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(old)
+    write_state(obj, new)
+    read_state(new)  # the result must load safely
+    return unsafe
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m envsched_lightning.checkpoints", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("convert", help="rewrite a trusted older checkpoint so that it loads with weights_only=True")
+    c.add_argument("old")
+    c.add_argument("new")
+    c.add_argument("--trust", action="store_true", help="the file is yours: unpickling it is safe")
+    a = p.parse_args(argv)
+    unsafe = convert(a.old, a.new, a.trust)
+    print(f"wrote {a.new}" + (f" (packed: {', '.join(unsafe)})" if unsafe else " (nothing needed packing)"))
+
+
+if __name__ == "__main__":
+    main()

@@ -29,6 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from envsched_lightning.distributed import gather_lists
 from envsched_lightning.envs.base import Environment, Task
+from envsched_lightning.envs.time_limit import DEFAULT_TOOL_TIME_LIMIT
 from envsched_lightning.evaluation import aggregate, greedy_rollouts
 from envsched_lightning.grpo import (
     GRPOConfig,
@@ -142,6 +143,7 @@ class GRPOModule(LightningModule):
         chat_template_kwargs: Mapping[str, Any] | None = None,
         tool_format: str = "auto",
         tool_schemas: str = "json",
+        tool_time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT,
     ) -> None:
         super().__init__()
         self.automatic_optimization = False
@@ -165,6 +167,7 @@ class GRPOModule(LightningModule):
             chat_template_kwargs=dict(chat_template_kwargs or {}),
             tool_format=tool_format,
             tool_schemas=tool_schemas,
+            tool_time_limit=tool_time_limit,  # seconds per tool call; past it the call gets an error result
         )
         # how the template carries tools (`rollout.chat`), resolved once here so a bad choice fails
         # before any rollout and the progress line can say which was taken
@@ -208,7 +211,7 @@ class GRPOModule(LightningModule):
         n = len(episodes)
         seqs, is_weights, mismatch = None, None, {}
         if n:
-            seqs = pack_sequences(episodes, self.tokenizer.pad_token_id).to(self.device)
+            seqs = pack_sequences(episodes, self.tokenizer.pad_token_id, self.loop_kwargs["max_seq_len"]).to(self.device)
             advantages = advantages.to(self.device)  # [N]
             with torch.no_grad():
                 if cfg.reuse_sampling_logprobs and seqs.sample_logprobs is not None:  # exact (checked at init)
@@ -379,7 +382,8 @@ class GRPOModule(LightningModule):
         self.model.train()
         for _ in range(self.warm.steps):
             pick = torch.randint(len(episodes), (self.warm.batch_size,), generator=gen).tolist()
-            seqs = pack_sequences([episodes[i] for i in pick], self.tokenizer.pad_token_id).to(self.device)
+            seqs = pack_sequences([episodes[i] for i in pick], self.tokenizer.pad_token_id,
+                                  self.loop_kwargs["max_seq_len"]).to(self.device)  # fmt: skip
             loss = sft_loss(self._logprobs(seqs, temperature=1.0), seqs.loss_mask)  # []
             opt.zero_grad()
             loss.backward()

@@ -34,6 +34,7 @@ from verl.utils.tracking import Tracking
 
 from envsched_lightning.adapters import verl_main
 from envsched_lightning.adapters.mapping import spec_record
+from envsched_lightning.checkpoints import read_state
 from envsched_lightning.adapters.verl import SAMPLER_FILE
 from envsched_lightning.envs import make_env
 
@@ -241,7 +242,7 @@ def test_checkpoints_hold_the_steps_rewards_and_resume_continues_the_run(tmp_pat
     ckpt = tmp_path / "cut" / "ckpt"
     for step in (1, 2, 3):
         folder = ckpt / f"global_step_{step}"
-        ours = torch.load(folder / SAMPLER_FILE, weights_only=False)
+        ours = read_state(folder / SAMPLER_FILE)
         verls = torch.load(folder / "data.pt", weights_only=False)
         assert int(ours["scheduler"]["history"]["step"]) == step  # the step's own rewards are in
         assert int(_find(verls, "scheduler")["history"]["step"]) == step  # and verl's data.pt agrees

@@ -38,6 +38,7 @@ from datasets import Dataset
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
+from envsched_lightning.checkpoints import read_state, write_state
 from envsched_lightning.scheduling import Decision, RolloutGroup, Scheduler
 
 from .mapping import RewardRange, TaskIndex, TaskKey, group_rewards, repeat_layout
@@ -209,8 +210,7 @@ class EnvSchedGRPOTrainer(GRPOTrainer):
         if self.args.should_save and state is not None:
             folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
             path = os.path.join(folder, SCHEDULER_FILE)
-            torch.save(state, f"{path}.{os.getpid()}.tmp")
-            os.replace(f"{path}.{os.getpid()}.tmp", path)
+            write_state(state, path)  # atomic; numpy packed, so loading never unpickles code
 
     def _load_optimizer_and_scheduler(self, checkpoint) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)
@@ -218,6 +218,6 @@ class EnvSchedGRPOTrainer(GRPOTrainer):
             return
         path = os.path.join(checkpoint, SCHEDULER_FILE)
         if os.path.exists(path):
-            self.task_scheduler.load_state_dict(torch.load(path, weights_only=False))  # our own file
+            self.task_scheduler.load_state_dict(read_state(path, SCHEDULER_FILE))  # refuses non-plain data
         elif self.accelerator.is_main_process:  # only rank 0's scheduler chooses
             logger.warning(f"{checkpoint} has no {SCHEDULER_FILE}: the task scheduler starts without history")

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch.utils.data import Sampler
 
+from envsched_lightning.checkpoints import from_safe, read_state, to_safe, write_state
 from envsched_lightning.scheduling import Scheduler, TaskSpec, build_scheduler
 
 from .mapping import RewardRange, TaskIndex, TaskKey, group_rewards, spec_from_record, unique_rows
@@ -165,11 +166,13 @@ class EnvSchedSampler(_SamplerBase):
         self.rewards_clipped += clipped
 
     def state_dict(self) -> dict[str, Any]:
+        """Plain data only (numpy packed as tensors): verl also writes it into its own data.pt."""
         # a finished epoch is saved as position 0: verl resumes it by starting the next epoch
         drawn = self._drawn % len(self) if len(self) else 0
-        return {"scheduler": self.scheduler.state_dict(), "drawn": drawn, "queue": list(self._queue)}
+        return to_safe({"scheduler": self.scheduler.state_dict(), "drawn": drawn, "queue": list(self._queue)})
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        state = from_safe(state)
         self.scheduler.load_state_dict(state["scheduler"])
         self._drawn, self._queue = int(state["drawn"]), [int(i) for i in state["queue"]]
 
@@ -200,7 +203,7 @@ class CurriculumFeedback:
     def _save_checkpoint(self):
         super()._save_checkpoint()
         folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-        torch.save(self.train_dataloader.sampler.state_dict(), os.path.join(folder, SAMPLER_FILE))
+        write_state(self.train_dataloader.sampler.state_dict(), os.path.join(folder, SAMPLER_FILE))  # atomic, plain data
 
     def _load_checkpoint(self):
         out = super()._load_checkpoint()
@@ -210,5 +213,5 @@ class CurriculumFeedback:
                       else os.path.join(trainer.default_local_dir, f"global_step_{self.global_steps}"))  # fmt: skip
             path = os.path.join(os.path.abspath(folder), SAMPLER_FILE)
             if os.path.exists(path):
-                self.train_dataloader.sampler.load_state_dict(torch.load(path, weights_only=False))
+                self.train_dataloader.sampler.load_state_dict(read_state(path, SAMPLER_FILE))
         return out

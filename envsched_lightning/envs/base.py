@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from envsched_lightning.scheduling import TaskSpec
 
+from .time_limit import DEFAULT_TOOL_TIME_LIMIT, ToolTimeout, call_with_time_limit
+
 if TYPE_CHECKING:
     from .parsing import ParsedTurn
 
@@ -83,18 +85,25 @@ class Episode(ABC):
         """Tool results for blocks that did not parse: the episode continues with the error shown."""
         return [ToolResult(name="invalid_tool_call", content=f"Error: {e}", error=e) for e in errors]
 
-    def turn(self, text: str, parse: Callable[[str], ParsedTurn] | None = None) -> tuple[ParsedTurn, list[ToolResult]]:
+    def turn(self, text: str, parse: Callable[[str], ParsedTurn] | None = None,
+             time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT) -> tuple[ParsedTurn, list[ToolResult]]:  # fmt: skip
         """Parse one model message and execute it: results for its calls, then for its bad blocks.
 
         The agent loop's one entry point; the episode is over when the parsed turn has no calls
         and no errors (its `content` is the final answer to pass to `verify`). `parse` is the
         policy's tool-call format (`tool_formats`); the default reads ``<tool_call>`` blocks.
+        `time_limit`: seconds per call (the turn's calls share calls x limit; None: no limit); past
+        it the calls are interrupted and answered with an error (`time_limit.call_with_time_limit`).
         """
         from .parsing import parse_tool_calls
 
         parsed = (parse or parse_tool_calls)(text)
+        limit = None if time_limit is None or time_limit <= 0 else time_limit * len(parsed.calls)
         try:
-            results = self.step(parsed.calls) if parsed.calls else []
+            results = call_with_time_limit(lambda: self.step(parsed.calls), limit) if parsed.calls else []
+        except ToolTimeout as exc:
+            why = f"tool timed out: {exc}"
+            results = [ToolResult(c.name, f"Error: {why}", error=why) for c in parsed.calls]
         except Exception as exc:  # noqa: BLE001 - a tool that raises fails its turn, never the run
             why = f"tool raised {type(exc).__name__}: {str(exc)[:200]}"
             results = [ToolResult(c.name, f"Error: {why}", error=why) for c in parsed.calls]

@@ -29,6 +29,7 @@ from envsched_lightning.envs.bfcl_checker import (  # noqa: F401 - PYTHON_TYPES,
 )
 from envsched_lightning.envs.parsing import ParsedTurn, render_assistant_turn
 from envsched_lightning.envs.patterns import PATTERNS
+from envsched_lightning.envs.time_limit import DEFAULT_TOOL_TIME_LIMIT
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 
@@ -213,9 +214,10 @@ class BfclEpisode(Episode):
         self._text: str | None = None
         self._calls: list[ToolCall] | None = None
 
-    def turn(self, text: str, parse: Callable[[str], ParsedTurn] | None = None) -> tuple[ParsedTurn, list[ToolResult]]:
+    def turn(self, text: str, parse: Callable[[str], ParsedTurn] | None = None,
+             time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT) -> tuple[ParsedTurn, list[ToolResult]]:  # fmt: skip
         first = self._text is None and self._calls is None
-        parsed, results = super().turn(text, parse)
+        parsed, results = super().turn(text, parse, time_limit)
         if first:  # another family's syntax (`parse`) is judged as the same calls in the checker's format
             raw = text if isinstance(text, str) else ""
             self._text = raw if parse is None or parsed.errors else render_assistant_turn(parsed.content, parsed.calls)

@@ -4,6 +4,7 @@
 """
 
 from .agent_loop import (
+    CONTEXT_FULL,
     INVALID_REWARD,
     PROMPT_TOO_LONG,
     ChatRenderer,
@@ -21,6 +22,7 @@ from .vllm_engine import VLLMEngine
 
 __all__ = [
     "ChatRenderer",
+    "CONTEXT_FULL",
     "INVALID_REWARD",
     "PROMPT_TOO_LONG",
     "checked_verdict",

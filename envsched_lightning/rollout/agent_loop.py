@@ -16,7 +16,10 @@ malformed blocks, which the model sees so it can recover). A turn with no tool c
 malformed block is an answer: multi-turn tasks (episodes with `end_turn()`) then get their next
 user turn appended as context, and the episode ends at the answer after the last user turn. It
 also ends after `task.max_turns` model turns (the last turn's calls still run, so state-based
-verifiers see them), or when the next turn would not fit in `max_seq_len`. The verdict goes
+verifiers see them), or when the context would leave no room for another turn: a tool or user
+turn that would pass `max_seq_len - max_new_tokens` is not appended (the calls did run) and the
+reason says so (`CONTEXT_FULL`), so no episode is ever longer than `max_seq_len`. Tool calls run
+under a time limit (`tool_time_limit` seconds per call). The verdict goes
 through `checked_verdict`: a verifier that raises, or a reward that is not a finite number in
 [0, 1], scores 0 with the reason recorded (prefix `INVALID_REWARD`), never stopping the batch.
 """
@@ -31,6 +34,7 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase
 
 from envsched_lightning.envs.base import Environment, Episode, Task, Verdict
+from envsched_lightning.envs.time_limit import DEFAULT_TOOL_TIME_LIMIT
 from envsched_lightning.envs.tool_formats import translate
 
 from .chat import MARKER, ChatRenderer, tool_message  # noqa: F401 - MARKER and tool_message are re-exported
@@ -61,6 +65,7 @@ class _Running:
     final_answer: str = ""
     sample_logprobs: list[float] | None = None  # engine log-probs, 0 on context tokens; None once a turn lacks them
     unplayable: str | None = None  # why the episode was scored 0 without a turn (its prompt leaves no room)
+    cut: str | None = None  # why the episode ended before the task did (the context is full)
 
 
 def _start(groups: Sequence[tuple[Task, Environment]], group_size: int, renderer: ChatRenderer) -> list[_Running]:
@@ -85,11 +90,22 @@ def _append(ep: _Running, token_ids: list[int], generated: bool, logprobs: list[
             ep.sample_logprobs += list(logprobs) if generated else [0.0] * len(token_ids)
 
 
-def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budget: int) -> None:
+def _append_context(ep: _Running, token_ids: list[int], what: str, budget: int) -> None:
+    """Append a tool or user turn, unless it would leave no room for another model turn: then end the episode."""
+    if len(ep.token_ids) + len(token_ids) > budget:
+        ep.done = ep.truncated = True
+        ep.cut = (f"{CONTEXT_FULL}: the {what} turn ({len(token_ids)} tokens) after {len(ep.token_ids)} tokens would "
+                  f"pass max_seq_len - max_new_tokens = {budget}; not appended, episode ended")  # fmt: skip
+        return
+    _append(ep, token_ids, False)
+
+
+def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budget: int,
+             tool_time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT) -> None:  # fmt: skip
     """Append one model turn, run its tool calls, and append their results (or finish the episode)."""
     _append(ep, list(completion.token_ids), True, completion.logprobs)
     ep.turns += 1
-    parsed, results = ep.episode.turn(completion.text, renderer.parse)
+    parsed, results = ep.episode.turn(completion.text, renderer.parse, tool_time_limit)
     ep.parse_errors += len(parsed.errors)
     ep.messages.append({"role": "assistant", "content": completion.text})
     ep.final_answer = parsed.content
@@ -100,19 +116,15 @@ def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budge
             ep.truncated = user_msgs is not None
             return
         ep.messages += user_msgs
-        _append(ep, renderer.continuation(user_msgs, _ended(completion, renderer)), False)
-        if len(ep.token_ids) > budget:
-            ep.done = ep.truncated = True
+        _append_context(ep, renderer.continuation(user_msgs, _ended(completion, renderer)), "user", budget)
         return
     ep.tool_calls += len(parsed.calls)
     if ep.turns >= ep.task.max_turns:
         ep.done = ep.truncated = True
         return
     tool_msgs = renderer.tool_messages(results)
-    ep.messages += tool_msgs
-    _append(ep, renderer.tool_turn(tool_msgs, _ended(completion, renderer)), False)
-    if len(ep.token_ids) > budget:
-        ep.done = ep.truncated = True
+    ep.messages += tool_msgs  # the calls ran; their results stay in the record even when not appended
+    _append_context(ep, renderer.tool_turn(tool_msgs, _ended(completion, renderer)), "tool", budget)
 
 
 def _ended(completion: Completion, renderer: ChatRenderer) -> bool:
@@ -132,6 +144,9 @@ def _next_user_turn(ep: _Running) -> list[dict[str, str]] | None:
         return None
     return [{"role": str(m["role"]), "content": str(m["content"])} for m in nxt] if nxt else None
 
+
+CONTEXT_FULL = "context full"
+"""Reason suffix of an episode ended because its next tool or user turn would not fit `max_seq_len`."""
 
 PROMPT_TOO_LONG = "prompt too long"
 """Reason prefix of an episode whose prompt leaves no room to generate within `max_seq_len`: scored 0,
@@ -169,12 +184,13 @@ def rollout_episodes(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     tool_format: str = "auto",
     tool_schemas: str = "json",
+    tool_time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT,
 ) -> RolloutBatch:
     """Run `group_size` episodes for each (task, env) with any turn generator; see `run_agent_loop`.
 
     `tool_format` says how the policy's template carries tools (`chat.ChatRenderer`): ``auto``
     detects it, ``prompt`` puts the schemas in the system prompt (`tool_schemas` ``json`` or ``compact``),
-    a format name forces it."""
+    a format name forces it. `tool_time_limit`: seconds per tool call (None: none)."""
     renderer = ChatRenderer(tokenizer, chat_template_kwargs, tool_format, tool_schemas)
     running = _start(groups, group_size, renderer)
     budget = max_seq_len - max_new_tokens  # a sequence longer than this could not take another turn
@@ -185,12 +201,14 @@ def rollout_episodes(
     while active := [i for i, ep in enumerate(running) if not ep.done]:
         completions = generate(active, [running[i].token_ids for i in active])
         for i, completion in zip(active, completions, strict=True):
-            _advance(running[i], completion, renderer, budget)
+            _advance(running[i], completion, renderer, budget, tool_time_limit)
     return RolloutBatch([_finish(ep) for ep in running], group_size)
 
 
 def _finish(ep: _Running) -> EpisodeRecord:
     verdict = Verdict(0.0, ep.unplayable) if ep.unplayable else checked_verdict(ep.episode, ep.final_answer)
+    if ep.cut:  # the verifier's reward stands; the record says why the episode stopped early
+        verdict = Verdict(verdict.reward, f"{verdict.reason} [{ep.cut}]")
     return EpisodeRecord(
         group=ep.group, env=ep.env.name, task_key=ep.task.spec.key, token_ids=ep.token_ids,
         loss_mask=ep.loss_mask, prompt_len=ep.prompt_len, reward=float(verdict.reward), reason=verdict.reason,
@@ -241,15 +259,18 @@ def oracle_rollouts(
     scripts = [[translate(t, renderer.protocol.format) for t in oracle(task, env)] for task, env in groups]
     eos = renderer.eos_id  # the template's turn end
     turn_of = [0] * len(groups)
+    # a scripted turn's text is the model's: its call markup as the model samples it, and any other
+    # special-token string in it (dataset text quoting "<|im_end|>") plain text, never a turn end
+    encoded = [[renderer.encode_text(t) for t in script] for script in scripts]
 
     def replay(ids: list[int], _prompts: list[list[int]]) -> list[Completion]:
         out = []
         for i in ids:
-            script = scripts[i]
-            text = script[turn_of[i]] if turn_of[i] < len(script) else ""
+            n = turn_of[i]
+            text, tokens = (scripts[i][n], encoded[i][n]) if n < len(scripts[i]) else ("", [])
             turn_of[i] += 1
-            out.append(Completion(tokenizer.encode(text, add_special_tokens=False) + [eos], text))
+            out.append(Completion(tokens + [eos], text))
         return out
 
-    longest = max((len(tokenizer.encode(t, add_special_tokens=False)) for s in scripts for t in s), default=1)
+    longest = max((len(t) for script in encoded for t in script), default=1)
     return rollout_episodes(replay, tokenizer, groups, 1, max_new_tokens=longest + 1, **kwargs)

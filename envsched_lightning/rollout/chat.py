@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
-from envsched_lightning.envs.base import Environment, Task, ToolResult
+from envsched_lightning.envs.base import Environment, Task, ToolCall, ToolResult
 from envsched_lightning.envs.tool_formats import TOOL_FORMATS, ToolFormat, tool_format
 from envsched_lightning.models.chat_template import TOOLS_FOOTER, TOOLS_HEADER
 
@@ -36,6 +37,69 @@ PROMPT_FALLBACK = "prompt"
 _PROBE = {"type": "function", "function": {"name": "envsched_probe_tool", "description": "probe",
           "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}}  # fmt: skip
 _PROBE_CALL = {"type": "function", "function": {"name": "envsched_probe_tool", "arguments": {"x": 7}}}
+
+
+_SENTINEL = re.compile("\ue000(\\d+)\ue001")  # stands in for a shielded string while the template renders
+
+
+class _Shield:
+    """Keeps special-token strings in message text from encoding as special tokens.
+
+    Content (tool results, user and system text, task and dataset text) goes through the chat
+    template as a string, and encoding the rendered string would turn a ``<|im_end|>`` quoted in a
+    tool result into the real turn end: text could forge turns. Before rendering, every such string
+    in content is swapped for a private-use sentinel; encoding the rendered text then encodes each
+    original as plain text (`split_special_tokens`). Only the template's own markup stays special.
+    An assistant message keeps the markup its tool-call format writes (``<tool_call>``), as the model
+    would sample it. A private-use ``\ue000`` in content is shielded too, so content cannot forge a
+    sentinel."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, strings: Sequence[str], assistant_keeps: set[str]) -> None:
+        self.tokenizer = tokenizer
+        self.originals: list[str] = []
+        ordered = sorted({*strings, "\ue000"}, key=len, reverse=True)  # longest first: no partial matches
+        self._pattern = re.compile("|".join(map(re.escape, ordered)))
+        kept = [x for x in ordered if x not in assistant_keeps]
+        self._assistant_pattern = re.compile("|".join(map(re.escape, kept)))
+
+    def text(self, value: str, assistant: bool = False) -> str:
+        def swap(m: re.Match) -> str:
+            self.originals.append(m.group(0))
+            return f"\ue000{len(self.originals) - 1}\ue001"
+
+        return (self._assistant_pattern if assistant else self._pattern).sub(swap, value)
+
+    def messages(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for m in messages:
+            m = dict(m)
+            if isinstance(m.get("content"), str):
+                m["content"] = self.text(m["content"], assistant=m.get("role") == "assistant")
+            out.append(m)
+        return out
+
+    def tools(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {k: self.tools(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.tools(v) for v in value]
+        return value
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of rendered text: markup as the tokenizer parses it, each shielded original as plain text."""
+        ids: list[int] = []
+        at = 0
+        for m in _SENTINEL.finditer(text):
+            if m.start() > at:
+                ids += self.tokenizer.encode(text[at : m.start()], add_special_tokens=False)
+            ids += self.tokenizer(self.originals[int(m.group(1))], add_special_tokens=False,
+                                  split_special_tokens=True)["input_ids"]  # fmt: skip
+            at = m.end()
+        if at < len(text):
+            ids += self.tokenizer.encode(text[at:], add_special_tokens=False)
+        return ids
 
 
 @dataclass(frozen=True)
@@ -110,6 +174,21 @@ class ChatRenderer:
             raise ValueError(f"tool_schemas=compact writes the system prompt itself: it needs tool_format="
                              f"{PROMPT_FALLBACK} (this template carries tools natively, as {self.protocol.name})")  # fmt: skip
         self.schema_style = tool_schemas
+        # strings the tokenizer would parse as one added token; the call format's own markup (what
+        # the model writes in a call) stays special in assistant text
+        self._specials = [t for t in tokenizer.get_added_vocab() if t]
+        probe = self.protocol.format.render("", [ToolCall("f", {"x": 1})])
+        self._call_markup = {t for t in self._specials if t in probe}
+
+    def shield(self) -> _Shield:
+        """A fresh `_Shield` for one rendering: content text never encodes as special tokens."""
+        return _Shield(self.tokenizer, self._specials, self._call_markup)
+
+    def encode_text(self, text: str, assistant: bool = True) -> list[int]:
+        """Token ids of one message's text on its own (a scripted assistant turn): special-token
+        strings in it are plain text, except the call format's markup in an assistant turn."""
+        shield = self.shield()
+        return shield.encode(shield.text(text, assistant))
 
     @classmethod
     def for_loop(cls, tokenizer: PreTrainedTokenizerBase, loop_kwargs: Mapping[str, Any]) -> ChatRenderer:
@@ -188,15 +267,18 @@ class ChatRenderer:
             out.insert(0, {"role": "system", "content": block})
         return out
 
-    def render(self, messages: Sequence[Mapping[str, Any]], tools: list[dict] | None, gen_prompt: bool) -> str:
+    def render(self, messages: Sequence[Mapping[str, Any]], tools: list[dict] | None, gen_prompt: bool,
+               shield: _Shield | None = None) -> str:  # fmt: skip
+        """The template's text for `messages`; with `shield`, content carries sentinels (`_Shield`)."""
+        messages = self.messages_with_tools(messages, tools)
         native = tools if self.protocol.native else None
-        return self._render_raw(self.messages_with_tools(messages, tools), native or None, gen_prompt)
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        if shield is not None:
+            messages, native = shield.messages(messages), shield.tools(native) if native else native
+        return self._render_raw(messages, native or None, gen_prompt)
 
     def prompt(self, task: Task, env: Environment) -> list[int]:
-        return self.encode(self.render([dict(m) for m in task.messages], env.tools_for(task), gen_prompt=True))
+        shield = self.shield()
+        return shield.encode(self.render([dict(m) for m in task.messages], env.tools_for(task), True, shield))
 
     def tool_messages(self, results: Sequence[ToolResult]) -> list[dict[str, str]]:
         """The messages that carry one turn's tool results: `tool` messages, or one user turn of
@@ -215,7 +297,8 @@ class ChatRenderer:
         the template's end token (cut by max_new_tokens, or another stop token) gets it appended.
         """
         head = [{"role": "user", "content": "x"}, {"role": "assistant", "content": MARKER}]
-        text = self._render_raw(head + messages, None, True)
+        shield = self.shield()
+        text = self._render_raw(head + shield.messages(messages), None, True)
         # the stand-in turn precedes every message's content, so its marker and the end token right after
         # it come first: a tool result or user turn that quotes either cannot move the cut
         at = text.find(MARKER)
@@ -225,7 +308,7 @@ class ChatRenderer:
                 f"chat template does not close an assistant turn with {self.eos_text!r}: cannot append tool turns"
             )
         suffix = text[end + len(self.eos_text) :]  # e.g. "\n<|im_start|>user\n<tool_response>...<|im_start|>assistant\n"
-        return self.encode(("" if ended_with_eos else self.eos_text) + suffix)
+        return shield.encode(("" if ended_with_eos else self.eos_text) + suffix)
 
     def tool_turn(self, tool_msgs: list[dict[str, str]], ended_with_eos: bool) -> list[int]:
         """Tokens that follow a model turn whose calls returned `tool_msgs` (see `continuation`)."""

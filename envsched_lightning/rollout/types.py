@@ -67,8 +67,20 @@ class Sequences(NamedTuple):
         return Sequences(self.tokens[index, :w], self.attention_mask[index, :w], self.loss_mask[index, : w - 1], lp)
 
 
-def pack_sequences(episodes: Sequence[EpisodeRecord], pad_id: int) -> Sequences:
-    """Right-pad episodes; sampling log-probs are packed only when every episode carries them."""
+def _cut(e: EpisodeRecord, n: int) -> EpisodeRecord:
+    if len(e.token_ids) <= n:
+        return e
+    logprobs = None if e.sample_logprobs is None else e.sample_logprobs[:n]
+    return e._replace(token_ids=e.token_ids[:n], loss_mask=e.loss_mask[:n], sample_logprobs=logprobs)
+
+
+def pack_sequences(episodes: Sequence[EpisodeRecord], pad_id: int, max_seq_len: int | None = None) -> Sequences:
+    """Right-pad episodes; sampling log-probs are packed only when every episode carries them.
+
+    `max_seq_len`: no row is longer (an episode past it, which the agent loop never makes, is cut:
+    training cost grows with the square of the length)."""
+    if max_seq_len is not None:
+        episodes = [_cut(e, max_seq_len) for e in episodes]
     width = max(len(e.token_ids) for e in episodes)
     tokens = torch.full((len(episodes), width), pad_id, dtype=torch.long)  # [N, L]
     attention = torch.zeros((len(episodes), width), dtype=torch.long)  # [N, L]

@@ -14,6 +14,7 @@ from trl import GRPOConfig  # noqa: E402
 from trl.trainer.utils import RepeatSampler  # noqa: E402
 
 from envsched_lightning.adapters.mapping import RewardRange, repeat_layout  # noqa: E402
+from envsched_lightning.checkpoints import read_state  # noqa: E402
 from envsched_lightning.adapters.tasks import EnvReward, prompt_records, specs_of  # noqa: E402
 from envsched_lightning.adapters.trl import SCHEDULER_FILE, EnvSchedGRPOTrainer  # noqa: E402
 from envsched_lightning.envs import make_env  # noqa: E402
@@ -148,7 +149,7 @@ def test_scheduler_state_is_saved_with_each_checkpoint(world, tmp_path):
     path = tmp_path / "out" / "checkpoint-2" / SCHEDULER_FILE
     assert path.is_file()
     fresh = build_scheduler("envsched", scheduler.specs, seed=0)
-    fresh.load_state_dict(torch.load(path, weights_only=False))
+    fresh.load_state_dict(read_state(path))  # what the adapter itself reads: plain data only
     assert fresh.select(4) == scheduler.select(4)  # the restored scheduler chooses as the live one
 
     resumed, rescheduler, recorder, _, _ = _run(world, tmp_path, "envsched", resume=str(path.parent), max_steps=4)

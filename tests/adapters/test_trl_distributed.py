@@ -17,6 +17,7 @@ import torch  # noqa: E402
 
 from envsched_lightning.adapters.mapping import repeat_layout  # noqa: E402
 from envsched_lightning.adapters.trl import SCHEDULER_FILE  # noqa: E402
+from envsched_lightning.checkpoints import read_state  # noqa: E402
 
 PROBE = Path(__file__).with_name("trl_probe.py")
 
@@ -61,7 +62,7 @@ def test_two_processes_generate_on_rank_zeros_choice_and_report_each_group_once(
     assert all(sum(v for key, v in e.items() if key.startswith("sched/env_count/")) == 3 for e in r0["logged"])
 
     # save_on_each_node: both nodes wrote rank 0's state (2 updates at checkpoint-2), not rank 1's idle one
-    states = [torch.load(tmp_path / f"node{r}" / "checkpoint-2" / SCHEDULER_FILE, weights_only=False) for r in (0, 1)]
+    states = [read_state(tmp_path / f"node{r}" / "checkpoint-2" / SCHEDULER_FILE) for r in (0, 1)]
     assert [s["history"]["step"] for s in states] == [2, 2]
     for name in ("count", "ema_mean", "ema_len"):
         assert (states[0]["history"][name] == states[1]["history"][name]).all()

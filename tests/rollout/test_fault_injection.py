@@ -175,3 +175,102 @@ def test_a_prompt_with_no_room_to_generate_scores_zero_and_the_batch_goes_on():
     assert all(e.reward == 0.0 and e.reason.startswith(PROMPT_TOO_LONG) and e.turns == 0 for e in too_long)
     assert "= 224; scored 0" in too_long[0].reason  # max_seq_len 256 - max_new_tokens 32
     assert [e.turns for e in ok] == [1, 1] and len(asked) == 2 and max(asked) <= 224  # only the short task's
+
+
+class SlowOrHugeToolEnv:
+    """A real world whose tools misbehave in time or size (test double: no shipped tool loops or floods)."""
+
+    def __init__(self, env, step) -> None:
+        self._env, self._step = env, step
+        self.name = env.name
+
+    def __getattr__(self, attr):
+        return getattr(self._env, attr)
+
+    def reset(self, task):
+        episode = self._env.reset(task)
+        episode.step = self._step
+        return episode
+
+
+def scripted(tok, turns: list[str]):
+    """Every episode plays `turns`, then answers "Done."."""
+    played: dict[int, int] = {}
+
+    def generate(ids, _prompts):
+        out = []
+        for i in ids:
+            n = played[i] = played.get(i, -1) + 1
+            text = turns[n] if n < len(turns) else "Done."
+            out.append(Completion(tok.encode(text, add_special_tokens=False) + [tok.eos_token_id], text))
+        return out
+
+    return generate
+
+
+def test_a_tool_turn_that_would_pass_max_seq_len_is_not_appended_and_the_reason_says_so():
+    """64 calls returning 8,000 characters each, and the built-in banking world's own tools called
+    many times in a turn: no episode grows past max_seq_len; the verifier's reward stands."""
+    from envsched_lightning.envs.base import ToolResult
+    from envsched_lightning.rollout import CONTEXT_FULL, pack_sequences
+
+    banking = make_env("banking", num_tasks=4)
+    tok = build_offline_tokenizer([banking], vocab_size=512)
+    task = banking.tasks()[0]
+    flood = SlowOrHugeToolEnv(banking, lambda calls: [ToolResult(c.name, "x" * 8000) for c in calls])
+    many = "".join(call("get_balance", account_id=f"A{i}") for i in range(64))
+    for env in (flood, banking):
+        batch = rollout_episodes(scripted(tok, [many, many, many]), tok, [(task, env)], 2, max_new_tokens=2048,
+                                 max_seq_len=2560)  # fmt: skip
+        for e in batch.episodes:
+            assert len(e.token_ids) <= 2560  # never past max_seq_len
+            assert CONTEXT_FULL in e.reason and e.truncated and 0.0 <= e.reward <= 1.0, e.reason
+            assert "not appended" in e.reason and e.tool_calls == 64 * e.turns
+        seqs = pack_sequences(batch.episodes, tok.pad_token_id, 2560)
+        assert seqs.tokens.shape[1] <= 2560
+
+
+def test_pack_sequences_never_returns_more_than_max_seq_len():
+    from envsched_lightning.rollout import pack_sequences
+
+    env = make_env("banking", num_tasks=4)
+    tok = build_offline_tokenizer([env], vocab_size=512)
+    episodes = oracle_rollouts(tok, [(t, env) for t in env.tasks()[:3]]).episodes
+    longest = max(len(e.token_ids) for e in episodes)
+    seqs = pack_sequences(episodes, tok.pad_token_id, longest - 10)
+    assert seqs.tokens.shape[1] == longest - 10 and seqs.loss_mask.shape[1] == longest - 11
+
+
+def test_a_tool_that_runs_too_long_is_interrupted_and_answered_with_an_error():
+    """A Python loop that never ends, and one that swallows every Exception: both stop at the limit."""
+    banking = make_env("banking", num_tasks=4)
+    tok = build_offline_tokenizer([banking], vocab_size=512)
+    task = banking.tasks()[0]
+
+    def forever(calls):
+        while True:
+            try:
+                sum(range(1000))
+            except Exception:  # noqa: BLE001 - a tool that swallows errors cannot swallow the time limit
+                pass
+
+    env = SlowOrHugeToolEnv(banking, forever)
+    t0 = time.perf_counter()
+    batch = rollout_episodes(scripted(tok, [call("get_balance", account_id="A1")]), tok, [(task, env)], 2,
+                             max_new_tokens=64, max_seq_len=4096, tool_time_limit=0.5)  # fmt: skip
+    assert time.perf_counter() - t0 < 30  # two calls of 0.5 s each, not forever
+    for e in batch.episodes:
+        tool = [m["content"] for m in e.messages if m["role"] == "tool"]
+        assert tool and "timed out" in tool[0] and "0.5 s" in tool[0]
+        assert e.turns == 2 and 0.0 <= e.reward <= 1.0  # the episode went on to its answer
+
+
+def test_calculate_refuses_floor_division_too_big_to_interrupt():
+    """One `//` of two huge integers is a single C call no time limit can stop: refused by size."""
+    from envsched_lightning.envs.backends.tau_common import calculate
+
+    t0 = time.perf_counter()
+    assert calculate("(9**600000)//(7**300000)") == "Error: integer result too large to evaluate"
+    assert calculate(" + ".join(["(9**600000)//(7**300000)"] * 100)).startswith("Error:")
+    assert time.perf_counter() - t0 < 20
+    assert calculate("7//2") == "3.0" and calculate("(10**30)//(10**28)") == "100.0"  # ordinary use unchanged

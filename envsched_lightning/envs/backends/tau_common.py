@@ -94,6 +94,7 @@ def call_error(domain: str, name: str, params: list[str], kwargs: Mapping[str, A
 # ---------------------------------------------------------------- calculate
 CALC_CHARS = "0123456789+-*/(). "
 MAX_INT_BITS = 4_000_000  # larger intermediate integers are refused (the official eval could run for hours)
+MAX_DIV_WORK = 1 << 36  # quotient bits x divisor bits of one `//`: above it schoolbook division takes > 0.1 s
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow,
@@ -106,6 +107,8 @@ def _too_big(op: type, a: Any, b: Any) -> bool:
         return False
     if op is ast.Pow:
         return b > 0 and abs(a) > 1 and b * abs(a).bit_length() > MAX_INT_BITS
+    if op is ast.FloorDiv:  # one C call that holds the interpreter: no time limit can interrupt it
+        return max(a.bit_length() - b.bit_length(), 0) * b.bit_length() > MAX_DIV_WORK
     return op is ast.Mult and a.bit_length() + b.bit_length() > MAX_INT_BITS
 
 

@@ -1,0 +1,194 @@
+"""Checkpoints from anywhere: nothing in a checkpoint or its run folder runs code, saves are atomic,
+every run has its own folder and ends with a checkpoint at its last step.
+
+Real `train()` runs of the tiny model (Trainer, DataModule, callbacks), real files, real pickles
+whose `__reduce__` calls `os.system`: each test checks that the command did not run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from envsched_lightning.checkpoints import (
+    UnsafeCheckpoint,
+    convert,
+    read_checkpoint,
+    read_state,
+    write_state,
+)
+from envsched_lightning.run_dirs import unique_dir
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from test_train import tiny_cfg  # noqa: E402
+from train import train  # noqa: E402
+
+
+class RunsCommand:
+    """Unpickling this runs a shell command (what a hostile checkpoint carries)."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self):
+        return (os.system, (self.command,))
+
+
+def hostile(path: Path, marker: Path, base: dict | None = None) -> Path:
+    """`base` (a real checkpoint's dict, or a minimal one) plus one object that touches `marker` when unpickled."""
+    ckpt = dict(base or {"state_dict": {}, "epoch": 0})
+    ckpt["extra"] = RunsCommand(f"touch {marker}")
+    torch.save(ckpt, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    return train(tiny_cfg(out, "steps=2", "data.steps_per_epoch=2")), out
+
+
+def test_a_runs_checkpoint_holds_only_plain_data_and_loads_without_pickle(finished_run):
+    run, _ = finished_run
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(run["checkpoint"]) == []
+    ckpt = torch.load(run["checkpoint"], weights_only=True)  # what any reader can do safely
+    assert ckpt["EnvSchedDataModule"]["step"] == 2
+    rng = read_checkpoint(run["checkpoint"])["EnvSchedDataModule"]["rng"]["numpy"]  # unpacked back to numpy
+    assert rng[0] == "MT19937" and isinstance(rng[1], np.ndarray) and rng[1].dtype == np.uint32
+
+
+def test_train_refuses_a_checkpoint_that_would_run_code(finished_run, tmp_path):
+    run, _ = finished_run
+    marker = tmp_path / "ran"
+    real = torch.load(run["checkpoint"], weights_only=True)
+    path = hostile(tmp_path / "last.ckpt", marker, real)
+    with pytest.raises(UnsafeCheckpoint, match=rf"ckpt_path={path}: refused: it holds .*system"):
+        train(tiny_cfg(tmp_path / "resume", "steps=3", f"ckpt_path={path}"))
+    assert not marker.exists()
+
+
+def test_evaluate_refuses_a_checkpoint_that_would_run_code(tmp_path):
+    from evaluate import load_weights
+
+    marker = tmp_path / "ran"
+    path = hostile(tmp_path / "last.ckpt", marker)
+    with pytest.raises(UnsafeCheckpoint, match="system"):
+        load_weights(torch.nn.Module(), str(path))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("what", ["envsched_scheduler.pt", "envsched_sampler.pt"])
+def test_adapter_scheduler_files_refuse_code(tmp_path, what):
+    """The TRL and verl adapters read their scheduler files through `read_state` (named after the file)."""
+    marker = tmp_path / "ran"
+    path = tmp_path / what
+    torch.save({"scheduler": RunsCommand(f"touch {marker}")}, path)
+    with pytest.raises(UnsafeCheckpoint, match=what):
+        read_state(path, what)
+    assert not marker.exists()
+    from envsched_lightning.adapters import trl, verl  # noqa: F401 - both import the safe reader
+
+    assert "weights_only=False" not in (REPO / "envsched_lightning/adapters/trl.py").read_text()
+    assert "weights_only=False" not in (REPO / "envsched_lightning/adapters/verl.py").read_text()
+
+
+def test_an_older_checkpoint_is_converted_only_on_explicit_trust(tmp_path):
+    old = tmp_path / "old.ckpt"
+    state = {"state_dict": {"w": torch.ones(2)}, "EnvSchedDataModule": {"rng": np.random.get_state(), "x": np.arange(3.0)}}
+    torch.save(state, old)  # numpy arrays pickled as numpy: what earlier versions wrote
+    with pytest.raises(UnsafeCheckpoint, match="convert"):
+        read_checkpoint(str(old))
+    with pytest.raises(PermissionError, match="--trust"):
+        convert(str(old), str(tmp_path / "new.ckpt"), trust=False)
+    cli = subprocess.run([sys.executable, "-m", "envsched_lightning.checkpoints", "convert", str(old),
+                          str(tmp_path / "new.ckpt"), "--trust"], capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    new = read_checkpoint(str(tmp_path / "new.ckpt"))
+    assert np.array_equal(new["EnvSchedDataModule"]["x"], np.arange(3.0))
+    assert np.array_equal(new["EnvSchedDataModule"]["rng"][1], state["EnvSchedDataModule"]["rng"][1])
+
+
+def test_evaluate_never_instantiates_targets_from_the_run_folder(tmp_path):
+    """A nested `_target_` in the run's config_resolved.yaml (torch.load with pickle, builtins.open) is refused by key."""
+    from test_evaluate import compose_cfg
+
+    from evaluate import use_run_policy
+
+    cfg = compose_cfg("evaluate", "env=[banking]", f"ckpt_path={tmp_path / 'run/checkpoints/last.ckpt'}")
+    run = tmp_path / "run"
+    run.mkdir()
+    good = {"_target_": "envsched_lightning.models.tiny_qwen3_policy", "vocab_size": 512, "lora": None,
+            "envs": [{"_target_": "envsched_lightning.envs.worlds.banking.BankingEnv", "num_tasks": 6}]}  # fmt: skip
+    bad = [
+        ({"extra": {"_target_": "torch.load", "f": "x.pt", "weights_only": False}}, r"model\.policy\.extra\._target_"),
+        ({"lora": {"_target_": "builtins.open", "file": "/etc/passwd"}}, r"model\.policy\.lora\._target_"),
+        ({"envs": [{"_target_": "os.system", "command": "true"}]}, r"model\.policy\.envs\[0\]\._target_"),
+        ({"envs": [{"_target_": "envsched_lightning.envs.worlds.banking.BankingEnv", "_partial_": True}]},
+         r"model\.policy\.envs\[0\]\._partial_"),
+        ({"_target_": "torch.load"}, r"model\.policy\._target_='torch\.load' is not a known policy builder"),
+        ({"vocab_size": "${oc.env:HOME}"}, r"model\.policy\.vocab_size.*interpolations"),
+    ]  # fmt: skip
+    for change, match in bad:
+        (run / "config_resolved.yaml").write_text(OmegaConf.to_yaml({"model": {"policy": good | change}}))
+        with pytest.raises(ValueError, match=match):
+            use_run_policy(cfg.copy())
+    (run / "config_resolved.yaml").write_text(OmegaConf.to_yaml({"model": {"policy": good}}))
+    assert use_run_policy(cfg) == str(run / "config_resolved.yaml")  # a real run's policy still loads
+
+
+def test_a_failed_save_leaves_the_previous_checkpoint_and_no_temporary_file(tmp_path):
+    path = tmp_path / "last.ckpt"
+    write_state({"step": 1}, path)
+    with pytest.raises(Exception):
+        write_state({"step": 2, "bad": lambda: None}, path)  # torch.save fails mid-write
+    assert read_state(path) == {"step": 1} and sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
+
+
+def test_a_save_killed_midway_leaves_a_file_the_next_save_removes(tmp_path):
+    """SIGKILL cannot be cleaned up after; the partial file sits in the target's folder (so the rename is
+    atomic) under a hidden name, and the next save into that folder removes it."""
+    path = tmp_path / "last.ckpt"
+    write_state({"step": 1}, path)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    partial = tmp_path / f".last.ckpt.tmp-{child.pid}"
+    partial.write_bytes(b"\0" * 1000)  # what a save killed mid-write leaves
+    child.kill()
+    child.wait()
+    write_state({"step": 2}, path)
+    assert read_state(path) == {"step": 2} and not partial.exists()
+
+
+def test_two_runs_started_in_the_same_second_get_their_own_folders(tmp_path):
+    from envsched_lightning import run_dirs
+
+    base = str(tmp_path / "outputs" / "12-00-00")
+    first = unique_dir(base)
+    run_dirs._CLAIMED.clear()  # a second process
+    second = unique_dir(base)
+    assert first == base and second == f"{base}-1" and Path(second).is_dir()
+    assert unique_dir(base) == second  # Hydra resolves the key again: the same folder
+    for entry in ("train", "evaluate"):  # both entry points name their folders this way
+        run_dir = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / f"{entry}.yaml").hydra.run, resolve=False)["dir"]
+        assert run_dir.startswith("${unique_dir:outputs/")
+
+
+def test_every_interval_and_the_runs_end_are_checkpointed_without_updates(tmp_path, monkeypatch):
+    """Every step as when all its groups are zero-variance: the module makes no optimiser step (the one
+    stand-in: `_any_rank` says no rank has an informative group, whatever the rewards were)."""
+    from envsched_lightning.module import GRPOModule
+
+    monkeypatch.setattr(GRPOModule, "_any_rank", lambda self, flag: False)
+    run = train(tiny_cfg(tmp_path, "steps=3", "data.steps_per_epoch=2", "callbacks.model_checkpoint.save_top_k=-1"))
+    assert run["objects"]["trainer"].global_step == 0  # the premise: no step updated the model
+    ckpts = tmp_path / "checkpoints"
+    assert read_checkpoint(str(ckpts / "epoch000.ckpt"))["EnvSchedDataModule"]["step"] == 2
+    assert read_checkpoint(str(ckpts / "last.ckpt"))["EnvSchedDataModule"]["step"] == 3
+    assert run["checkpoint"] == str(ckpts / "last.ckpt")
