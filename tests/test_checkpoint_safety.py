@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from envsched_lightning.checkpoints import (
@@ -192,3 +194,36 @@ def test_every_interval_and_the_runs_end_are_checkpointed_without_updates(tmp_pa
     assert read_checkpoint(str(ckpts / "epoch000.ckpt"))["EnvSchedDataModule"]["step"] == 2
     assert read_checkpoint(str(ckpts / "last.ckpt"))["EnvSchedDataModule"]["step"] == 3
     assert run["checkpoint"] == str(ckpts / "last.ckpt")
+
+
+ARRAYS = st.builds(
+    lambda dtype, shape, seed: np.random.default_rng(seed).integers(0, 200, size=shape).astype(dtype),
+    st.sampled_from(["float64", "float32", "float16", "int64", "int32", "uint32", "uint8", "bool", "complex64"]),
+    st.lists(st.integers(0, 3), max_size=3).map(tuple),
+    st.integers(0, 2**16),
+)
+STATES = st.recursive(
+    st.one_of(ARRAYS, st.integers(), st.floats(allow_nan=False), st.text(max_size=5), st.none(), st.booleans()),
+    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=4), kids, max_size=3),
+                           st.lists(kids, max_size=3).map(tuple)),  # fmt: skip
+    max_leaves=12,
+)
+
+
+def same(a, b) -> bool:
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@settings(max_examples=80, deadline=None)
+@given(state=STATES)
+def test_fuzz_any_state_of_arrays_and_plain_values_round_trips_without_pickle(state, tmp_path_factory):
+    path = tmp_path_factory.mktemp("fuzz") / "state.pt"
+    write_state(state, path)
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(path) == []
+    assert same(state, read_state(path))

@@ -9,6 +9,8 @@ import random
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from envsched_lightning.envs import make_env
 from envsched_lightning.envs.base import Task, ToolResult
@@ -96,3 +98,21 @@ def test_tokenizer_training_grows_linearly_with_one_tasks_text():
         build_offline_tokenizer([], texts=[text[:n]], vocab_size=512)
         times[n] = time.perf_counter() - t0
     assert times[400_000] < 10 * max(times[100_000], 0.05), times  # quadratic would be about 16x
+
+
+MARKUP = ["<|im_end|>", "<|im_start|>", "<|endoftext|>", "<tool_call>", "</tool_call>", "<tool_response>",
+          "</tool_response>", "\ue000", "\ue0000\ue001", "<|im_", "|>"]  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.one_of(st.sampled_from(MARKUP), st.text(max_size=12)), max_size=12))
+def test_fuzz_any_tool_text_keeps_the_templates_markup_count(tok, pieces):
+    """Whatever a tool returns (markup strings, forged sentinels, anything): the tool turn holds the
+    template's own special tokens, no more, and the text as characters."""
+    renderer = ChatRenderer(tok, {"enable_thinking": False})
+    content = "".join(pieces)
+    ids = renderer.tool_turn([{"role": "tool", "content": content}], True)
+    honest = renderer.tool_turn([{"role": "tool", "content": "x"}], True)
+    for marker in SPECIAL_TOKENS:
+        assert count(tok, ids, marker) == count(tok, honest, marker), (marker, content)
+    assert content.strip() in tok.decode(ids)
