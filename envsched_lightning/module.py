@@ -14,6 +14,7 @@ Hand-off to the scheduler (the DataModule's side): after the rollouts, the step 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import time
 from collections import defaultdict
@@ -63,6 +64,7 @@ from envsched_lightning.rollout import (
 )
 from envsched_lightning.scheduling import RolloutGroup
 
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TaskBatch:
@@ -373,7 +375,11 @@ class GRPOModule(LightningModule):
     def warm_start(self, items: Sequence[tuple[Task, Environment]]) -> list[float]:
         """`warm.steps` AdamW steps of SFT on the successful oracle episodes of `items` (see `default_oracle`)."""
         items = [(t, e) for t, e in items if _has_oracle(t, e)]
-        episodes = [ep for ep in oracle_rollouts(self.tokenizer, items, **self.loop_kwargs).episodes if ep.reward > 0]
+        scripted = oracle_rollouts(self.tokenizer, items, **self.loop_kwargs).episodes
+        if too_long := [ep.task_key for ep in scripted if ep.reason.startswith(PROMPT_TOO_LONG)]:
+            log.warning("warm start: %d task(s) skipped, their prompts leave no room within max_seq_len=%d: %s",
+                        len(too_long), self.loop_kwargs["max_seq_len"], ", ".join(too_long[:5]))  # fmt: skip
+        episodes = [ep for ep in scripted if ep.reward > 0]
         if not episodes:
             raise ValueError("warm start found no successful oracle episode")
         opt = torch.optim.AdamW(self._trainable(), lr=self.warm.lr)

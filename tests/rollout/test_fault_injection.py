@@ -274,3 +274,19 @@ def test_calculate_refuses_floor_division_too_big_to_interrupt():
     assert calculate(" + ".join(["(9**600000)//(7**300000)"] * 100)).startswith("Error:")
     assert time.perf_counter() - t0 < 20
     assert calculate("7//2") == "3.0" and calculate("(10**30)//(10**28)") == "100.0"  # ordinary use unchanged
+
+
+def test_the_warm_start_skips_prompts_with_no_room_and_says_how_many(caplog):
+    from envsched_lightning.envs.base import Task
+    from envsched_lightning.models import tiny_qwen3_policy
+    from envsched_lightning.module import GRPOModule
+
+    env = make_env("banking", num_tasks=6)
+    short = env.tasks()[0]
+    long = Task(short.spec.__class__(env="banking", task_id="huge"), ({"role": "user", "content": "deposit " * 400},),
+                short.ground_truth, short.max_turns)  # fmt: skip
+    module = GRPOModule(tiny_qwen3_policy(envs=[env], vocab_size=512), grpo=dict(max_seq_len=256),
+                        sampling=dict(max_new_tokens=32), warm_start=dict(steps=1, batch_size=2))  # fmt: skip
+    with caplog.at_level("WARNING"):
+        losses = module.warm_start([(long, env), (short, env)])
+    assert len(losses) == 1 and "warm start: 1 task(s) skipped" in caplog.text and "banking/huge" in caplog.text
