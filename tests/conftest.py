@@ -16,6 +16,15 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 
 
+@pytest.fixture(autouse=True)
+def no_default_benchmark_data(monkeypatch, tmp_path_factory) -> None:
+    """Benchmark environments without `data_dir` read the default data root (`$ENVSCHED_DATA`, else the
+    user cache folder that `python -m envsched_lightning.data fetch` fills): every test starts with an
+    empty one, so what a test sees never depends on what this machine fetched before."""
+    monkeypatch.delenv("ENVSCHED_DATA", raising=False)
+    monkeypatch.setenv("ENVSCHED_DATA_CACHE", str(tmp_path_factory.mktemp("no_default_data")))
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.exists():

@@ -49,16 +49,50 @@ JSON_SCHEMA_TYPES: dict[str, str] = {"dict": "object", "float": "number", "tuple
 def resolve_data_dir(env_name: str, data_dir: str | os.PathLike[str] | None, sub: str) -> Path:
     """The benchmark folder: `data_dir/sub` if present, else `data_dir` itself.
 
-    Accepting both lets one `ENVSCHED_DATA` root serve every family; a missing value fails here,
-    at construction, naming the option, instead of deep inside a rollout.
+    Accepting both lets one data root serve every family. Without `data_dir`, the default data root
+    (`$ENVSCHED_DATA`, else the folder `python -m envsched_lightning.data fetch` writes to) is used
+    when it holds `sub`; otherwise this fails at construction, naming the option and the command,
+    instead of deep inside a rollout.
     """
     if data_dir in (None, "", "None", "null"):
-        raise ValueError(f"environment {env_name!r}: option `data_dir` is not set (set ENVSCHED_DATA=/path/to/data or env.{env_name}.data_dir=...)")
+        from envsched_lightning.data import default_data_root
+
+        root = default_data_root()
+        if not (root / sub).is_dir():
+            family = sub.split(os.sep)[0].split("/")[0]
+            fetch = {"bfcl_v3": "bfcl", "bfcl_v4": "bfcl"}.get(family, family)
+            raise ValueError(f"environment {env_name!r}: option `data_dir` is not set and {root} holds no {sub!r}: run "
+                             f"`python -m envsched_lightning.data fetch {fetch}`, or set ENVSCHED_DATA=/path/to/data or "
+                             f"env.{env_name}.data_dir=...")  # fmt: skip
+        return root / sub
     root = Path(data_dir).expanduser()
     path = root / sub if (root / sub).is_dir() else root
     if not path.is_dir():
         raise FileNotFoundError(f"environment {env_name!r}: `data_dir` {str(root)!r} holds no {sub!r} folder")
     return path
+
+
+BFCL_VERSIONS = ("v3", "v4")
+V4_FILE_NAMES = {"simple": "simple_python"}  # v4 renamed the Python `simple` category; the others kept their names
+
+
+def resolve_bfcl_dir(env_name: str, data_dir: str | os.PathLike[str] | None, version: str) -> tuple[Path, str]:
+    """(folder of BFCL_<version>_*.json files, version). `auto`: v4 where its folder (or files) exist, else v3."""
+    if version not in (*BFCL_VERSIONS, "auto"):
+        raise ValueError(f"environment {env_name!r}: version must be one of v3, v4, auto; got {version!r}")
+    if version != "auto":
+        return resolve_data_dir(env_name, data_dir, f"bfcl_{version}"), version
+    errors = []
+    for candidate in ("v4", "v3"):
+        try:
+            path = resolve_data_dir(env_name, data_dir, f"bfcl_{candidate}")
+        except (ValueError, FileNotFoundError) as err:
+            errors.append(str(err))
+            continue
+        if any(path.glob(f"BFCL_{candidate}_*.json")):
+            return path, candidate
+    raise (ValueError if data_dir in (None, "", "None", "null") else FileNotFoundError)(
+        errors[0] if errors else f"environment {env_name!r}: no BFCL v3 or v4 files under {data_dir}")
 
 
 def read_jsonl(
@@ -240,29 +274,40 @@ class BfclEpisode(Episode):
 
 
 class BfclEnvironment(Environment):
-    """One BFCL-v3 single-turn category; tasks carry their own function docs as `tools`.
+    """One BFCL single-turn category (v3 or v4 data: `version`); tasks carry their own function docs as `tools`.
+
+    `version="auto"` takes v4 (the current leaderboard, what `python -m envsched_lightning.data fetch
+    bfcl` writes) where a `bfcl_v4` folder exists, else v3. v4 renamed `simple` to `simple_python`;
+    the environment keeps the name `bfcl_simple` and reports `version`.
 
     `rules="official"` (default) reproduces the leaderboard's verdict, quirks included; `"training"`
     fails malformed `<tool_call>` blocks and matches parallel calls in any order (see
     `bfcl_checker`). Reported scores always use "official".
     """
 
-    def __init__(self, category: str = "simple", data_dir: str | os.PathLike[str] | None = None, rules: str = "official") -> None:
+    def __init__(self, category: str = "simple", data_dir: str | os.PathLike[str] | None = None, rules: str = "official",
+                 version: str = "auto") -> None:  # fmt: skip
         if category not in CATEGORIES:
             raise ValueError(f"unknown BFCL category {category!r}; valid: {', '.join(CATEGORIES)}")
         self.category = category
         self.name = f"bfcl_{category}"
         self.rules = check_rules(rules, f"environment {self.name!r}")
-        self.data_dir = resolve_data_dir(self.name, data_dir, "bfcl_v3")
+        self.data_dir, self.version = resolve_bfcl_dir(self.name, data_dir, version)
+
+    @property
+    def file_stem(self) -> str:
+        """`BFCL_v3_simple`, `BFCL_v4_simple_python`, ...: the question and answer files' name."""
+        name = V4_FILE_NAMES.get(self.category, self.category) if self.version == "v4" else self.category
+        return f"BFCL_{self.version}_{name}"
 
     @cached_property
     def records(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """(question, possible_answer or None) pairs, matched by id; a missing answer is an error."""
-        questions = read_jsonl(self.data_dir / f"BFCL_v3_{self.category}.json",
+        questions = read_jsonl(self.data_dir / f"{self.file_stem}.json",
                                check=field_types(question=list, function=list))  # fmt: skip
         if self.category in NO_ANSWER_CATEGORIES:
             return [(q, None) for q in questions]
-        answer_path = self.data_dir / "possible_answer" / f"BFCL_v3_{self.category}.json"
+        answer_path = self.data_dir / "possible_answer" / f"{self.file_stem}.json"
         answers = {a["id"]: a for a in read_jsonl(answer_path, check=field_types(ground_truth=(list, dict)))}
         missing = [q["id"] for q in questions if q["id"] not in answers]
         if missing:

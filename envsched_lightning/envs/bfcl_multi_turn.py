@@ -59,7 +59,7 @@ from envsched_lightning.envs.backends.math_api import MathAPI
 from envsched_lightning.envs.backends.message_api import MessageAPI
 from envsched_lightning.envs.backends.posting_api import TwitterAPI
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
+from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_bfcl_dir, to_tool_schema
 from envsched_lightning.envs.parsing import render_assistant_turn, validate_call
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
@@ -283,12 +283,13 @@ class MultiTurnEpisode(Episode):
 
 @register_env("bfcl_multi_turn_base")
 class MultiTurnEnvironment(Environment):
-    """BFCL-v3 multi_turn_base, restricted to records whose classes all have a backend."""
+    """BFCL multi_turn_base (v3 or v4 data: `version`, as `BfclEnvironment`), restricted to records whose
+    classes all have a backend."""
 
     name = "bfcl_multi_turn_base"
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, rules: str = "official") -> None:
-        self.data_dir = resolve_data_dir(self.name, data_dir, "bfcl_v3")
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, rules: str = "official", version: str = "auto") -> None:
+        self.data_dir, self.version = resolve_bfcl_dir(self.name, data_dir, version)
         self.rules = check_rules(rules)  # "official" for reported scores; "training" see the module docstring
 
     @cached_property
@@ -301,9 +302,9 @@ class MultiTurnEnvironment(Environment):
 
     @cached_property
     def _loaded(self) -> tuple[list[tuple[dict[str, Any], list[list[ToolCall]]]], list[str]]:
-        questions = read_jsonl(self.data_dir / "BFCL_v3_multi_turn_base.json",
+        questions = read_jsonl(self.data_dir / f"BFCL_{self.version}_multi_turn_base.json",
                                check=field_types(question=list, involved_classes=list, initial_config=dict))
-        answer_path = self.data_dir / "possible_answer" / "BFCL_v3_multi_turn_base.json"
+        answer_path = self.data_dir / "possible_answer" / f"BFCL_{self.version}_multi_turn_base.json"
         answers = {a["id"]: a["ground_truth"] for a in read_jsonl(answer_path, check=field_types(ground_truth=list))}
         kept, excluded = [], []
         for q in questions:

