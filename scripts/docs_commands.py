@@ -95,6 +95,9 @@ RULES = [
     Rule(r"evaluate\.py", "limit=2 model.sampling.max_new_tokens=8 hydra.run.dir={tmp}", "2 tasks per environment"),
     Rule(r"envsched_lightning\.adapters\.verl_main", None, "verl 0.9 and GPUs; tests_verl/test_verl_fit.py runs it on CPU without Ray"),
     Rule(r"verl_constraints\.txt|^pip install --no-deps -e \.$", None, "in verl's own environment; scripts/verl_check.sh installs this way"),
+    Rule(r"envsched_lightning\.data fetch (all|acebench|tau_bench)", None,
+         "GitHub archives, unreachable from CI; tests/test_data_fetch.py serves the same archives on 127.0.0.1"),
+    Rule(r"envsched_lightning\.data fetch bfcl", "--to {tmp}/data", "the real wheel, into a scratch folder"),
     Rule(r"-m envsched_lightning\.", "", "as written"),
 ]
 # commands that read benchmark data (BFCL, ACEBench, tau-bench environments) need ENVSCHED_DATA; the
