@@ -532,7 +532,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     t0 = time.perf_counter()
     ctx = get_context("spawn")
-    key = dataclasses.asdict(setup)
+    key = {k: v for k, v in dataclasses.asdict(setup).items() if k != "threads"}  # cores per run, not what it computes
     warm = _saved(out / "warm.json", key)
     if warm is None:
         with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:

@@ -164,6 +164,46 @@ POOLS = {
         sum_values(numbers=[1.5,2]) si_unit_conversion(value=5,unit_in='km',unit_out='cm') add(a='a',b='b')
         imperial_si_conversion(value=100,unit_in='celsius',unit_out='fahrenheit') multiply(a='a',b=2)
         absolute_value(number='x')""",
+    "TicketAPI": """
+        get_ticket(ticket_id=1) create_ticket(title='t') ticket_login(username='u',password='p') ticket_login(username='',password='p')
+        create_ticket(title='t',description='d',priority=5) create_ticket(title='t',priority=9) create_ticket(title='t',priority='x')
+        get_ticket(ticket_id=999) get_ticket(ticket_id='1') close_ticket(ticket_id=1) close_ticket(ticket_id=1)
+        resolve_ticket(ticket_id=1,resolution='done') edit_ticket(ticket_id=1,updates={'status':'open','priority':None})
+        edit_ticket(ticket_id=1,updates={'nope':1}) edit_ticket(ticket_id=999,updates={}) get_user_tickets()
+        get_user_tickets(status='open') ticket_get_login_status() logout() logout()""",
+    "TradingBot": """
+        place_order(order_type='Buy',symbol='AAPL',price=1.0,amount=1) trading_login(username='u',password='p')
+        place_order(order_type='Sell',symbol='NOPE',price=1.0,amount=1) place_order(order_type='Buy',symbol='AAPL',price=1e9,amount=9)
+        cancel_order(order_id=12345) cancel_order(order_id=999) get_order_details(order_id=12345) get_order_details(order_id='x')
+        fund_account(amount=-5) fund_account(amount=100) withdraw_funds(amount=1e12) withdraw_funds(amount=10)
+        get_stock_info(symbol='NOPE') get_symbol_by_name(name='Apple') get_symbol_by_name(name='nobody')
+        add_to_watchlist(stock='NOPE') remove_stock_from_watchlist(symbol='NOPE') get_watchlist() get_order_history()
+        get_transaction_history(start_date='2024-01-01',end_date='2024-12-31') get_transaction_history(start_date='bad')
+        get_available_stocks(sector='Technology') get_available_stocks(sector='nope') filter_stocks_by_price(stocks=['AAPL'],min_price=0,max_price=1e9)
+        notify_price_change(stocks=['AAPL','NOPE'],threshold=0.1) get_account_info() get_current_time() trading_logout()""",
+    "TravelAPI": """
+        get_credit_card_balance(access_token='x',card_id='c') authenticate_travel(client_id='c',client_secret='s',refresh_token='r',grant_type='read_write',user_first_name='A',user_last_name='B')
+        book_flight(access_token='x',card_id='nope',travel_date='2024-01-01',travel_from='JFK',travel_to='LAX',travel_class='economy')
+        get_flight_cost(travel_from='JFK',travel_to='LAX',travel_date='2024-01-02',travel_class='first')
+        get_flight_cost(travel_from='XXX',travel_to='LAX',travel_date='2024-01-02',travel_class='economy')
+        get_flight_cost(travel_from='JFK',travel_to='LAX',travel_date='bad',travel_class='economy')
+        compute_exchange_rate(base_currency='USD',target_currency='EUR',value=10) compute_exchange_rate(base_currency='EUR',target_currency='GBP',value=1)
+        set_budget_limit(access_token='x',budget_limit=-1) cancel_booking(access_token='x',booking_id='nope') get_booking_history(access_token='x')
+        retrieve_invoice(access_token='x',booking_id='nope') list_all_airports() get_nearest_airport_by_city(location='Nowhere')
+        verify_traveler_information(first_name='A',last_name='B',date_of_birth='2020-01-01',passport_number='X1')
+        contact_customer_support(booking_id='nope',message='hi') get_all_credit_cards() travel_get_login_status()
+        get_budget_fiscal_year() purchase_insurance(access_token='x',insurance_type='comprehensive',booking_id='nope',insurance_cost=10.0,card_id='c')""",
+    "VehicleControlAPI": """
+        startEngine(ignitionMode='START') startEngine(ignitionMode='STOP') startEngine(ignitionMode='x') lockDoors(unlock=False,door=['driver','nope'])
+        lockDoors(unlock=True,door=['driver']) pressBrakePedal(pedalPosition=1.0) pressBrakePedal(pedalPosition=2) releaseBrakePedal()
+        fillFuelTank(fuelAmount=-1) fillFuelTank(fuelAmount=500) fillFuelTank(fuelAmount=5) setCruiseControl(speed=65,activate=True,distanceToNextVehicle=100)
+        setCruiseControl(speed=7,activate=True,distanceToNextVehicle=100) activateParkingBrake(mode='engage') activateParkingBrake(mode='x')
+        adjustClimateControl(temperature=70,unit='fahrenheit') adjustClimateControl(temperature=20,unit='x',fanSpeed=200)
+        setHeadlights(mode='on') setHeadlights(mode='x') displayCarStatus(option='doors') displayCarStatus(option='x')
+        set_navigation(destination='x') estimate_distance(cityA='83214',cityB='74532') estimate_distance(cityA='1',cityB='2')
+        estimate_drive_feasibility_by_mileage(distance=1e6) gallon_to_liter(gallon=-1) liter_to_gallon(liter='x')
+        get_zipcode_based_on_city(city='Nowhere') check_tire_pressure() find_nearest_tire_shop() get_current_speed()
+        get_outside_temperature_from_google() get_outside_temperature_from_weather_com() display_log(messages=['a'])""",
 }  # a text is split on whitespace, so "␣" stands for a space inside a string
 
 

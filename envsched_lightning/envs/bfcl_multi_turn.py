@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
+import inspect
 import math
 import os
 import re
@@ -58,6 +60,10 @@ from envsched_lightning.envs.backends.file_system import GorillaFileSystem
 from envsched_lightning.envs.backends.math_api import MathAPI
 from envsched_lightning.envs.backends.message_api import MessageAPI
 from envsched_lightning.envs.backends.posting_api import TwitterAPI
+from envsched_lightning.envs.backends.ticket_api import TicketAPI
+from envsched_lightning.envs.backends.trading_bot import TradingBot
+from envsched_lightning.envs.backends.travel_booking import TravelAPI
+from envsched_lightning.envs.backends.vehicle_control import VehicleControlAPI
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_bfcl_dir, to_tool_schema
 from envsched_lightning.envs.parsing import render_assistant_turn, validate_call
@@ -71,6 +77,7 @@ FUNC_DOC_FILES = {
 }  # fmt: skip
 BACKENDS: dict[str, type[Backend]] = {
     "GorillaFileSystem": GorillaFileSystem, "MathAPI": MathAPI, "MessageAPI": MessageAPI, "TwitterAPI": TwitterAPI,
+    "TicketAPI": TicketAPI, "TradingBot": TradingBot, "TravelAPI": TravelAPI, "VehicleControlAPI": VehicleControlAPI,
 }  # fmt: skip
 MAX_STEPS_PER_TURN = 20  # upstream MAXIMUM_STEP_LIMIT: the 21st tool-calling step of a turn force-quits
 MODEL_NAME = "model"  # stands for upstream's model name inside instance names (see the module docstring)
@@ -81,9 +88,24 @@ MAX_NESTING = 200  # brackets inside a call's arguments from which upstream's `e
 INFERENCE, MODEL_EVAL, TRUTH_EVAL = "", "_eval", "_ground_truth_eval"  # upstream's instance-name roles
 
 
+@functools.cache
+def _method_order(name: str) -> tuple[str, ...] | None:
+    """Parameter names of the backend method `name`, in its own order (None: no backend has it).
+
+    Upstream evaluates a call string against the method, so a positional argument binds by the
+    method's order, which is not always the doc's (TravelAPI.purchase_insurance takes booking_id
+    first; its doc lists insurance_cost first)."""
+    for backend in BACKENDS.values():
+        if name in backend.tool_names:
+            params = list(inspect.signature(getattr(backend, name)).parameters)
+            return tuple(p for p in params if p != "self")
+    return None
+
+
 def parse_call_string(text: str, docs: Mapping[str, Mapping[str, Any]]) -> ToolCall:
-    """``f(1, b='x')`` -> ToolCall; positional arguments take the doc's parameter order (the
-    official methods' order too, which a test checks). No eval."""
+    """``f(1, b='x')`` -> ToolCall; positional arguments bind in the backend method's parameter
+    order, as upstream's evaluation of the string does (the doc's order for a tool without a
+    backend). No eval."""
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
@@ -93,7 +115,7 @@ def parse_call_string(text: str, docs: Mapping[str, Mapping[str, Any]]) -> ToolC
     name = node.func.id
     if name not in docs:
         raise ValueError(f"call to undocumented function {name!r}: {text!r}")
-    order = list(docs[name].get("parameters", {}).get("properties", {}))
+    order = list(_method_order(name) or docs[name].get("parameters", {}).get("properties", {}))
     if len(node.args) > len(order):
         raise ValueError(f"too many positional arguments: {text!r}")
     args = {order[i]: ast.literal_eval(a) for i, a in enumerate(node.args)}

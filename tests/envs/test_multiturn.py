@@ -4,6 +4,7 @@ check against the official code is tests_bfcl/test_multi_turn_agreement.py (scri
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,17 @@ from envsched_lightning.envs.bfcl_multi_turn import (
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 needs_data = pytest.mark.skipif(not (DATA / "bfcl_v3").is_dir(), reason=f"benchmark data not found at {DATA}")
-MEASURED = {"supported": 45, "excluded": 155}  # reported in docs/benchmarks.md
-# Ground-truth calls that fail upstream too (`echo` writes only into an existing file), yet pass.
-TRUTH_ERRORS = {("multi_turn_base_6", "echo"), ("multi_turn_base_20", "echo")}
+MEASURED = {"supported": 200, "excluded": 0, "corruptible": 197}  # all eight backends; reported in docs/benchmarks.md
+# Ground-truth calls of the v3 data that fail upstream too, yet pass: `echo` writes only into an
+# existing file; the v3 answers call TradingBot methods the current classes no longer have
+# (update_market_status, make_transaction) and orders that are not there. (v4 data: none fail.)
+TRUTH_ERRORS = {"cancel_order": 11, "echo": 2, "get_order_details": 22, "make_transaction": 1, "place_order": 23,
+                "update_market_status": 11}  # fmt: skip
+# rules="training" checks calls against the docs first: one ground-truth close_ticket passes its id as
+# the doc's wrong type
+TRUTH_ERRORS_TRAINING = TRUTH_ERRORS | {"close_ticket": 1}
+# Arguments no state or output depends on: corrupting them leaves the verdict as it was.
+STATE_BLIND = {"update_market_status", "add_to_watchlist", "authenticate_travel"}
 C = ToolCall
 
 
@@ -54,9 +63,10 @@ def test_ground_truth_replays_and_passes(env, rules) -> None:
         record, truth = task.ground_truth["record"], task.ground_truth["calls"]
         assert task.spec.task_id == record["id"] and set(record["involved_classes"]) <= BACKENDS.keys()
         world = World(record, rules, schemas=env.tools_for(task))
-        errors |= {(record["id"], c.name) for turn in truth for c in turn if world.execute(c).error}
+        errors |= {(record["id"], t, k, c.name) for t, turn in enumerate(truth) for k, c in enumerate(turn)
+                   if world.execute(c).error}  # fmt: skip
         assert check_turns(record, truth, truth, rules, env.tools_for(task)).reward == 1.0, record["id"]
-    assert errors == TRUTH_ERRORS
+    assert Counter(name for *_, name in errors) == (TRUTH_ERRORS if rules == "official" else TRUTH_ERRORS_TRAINING)
 
 
 def _corrupt(call: ToolCall) -> ToolCall | None:
@@ -75,14 +85,14 @@ def test_wrong_calls_fail(env) -> None:
         assert "empty turn" in check_turns(record, truth, skipped).reason
         assert "force terminated" in check_turns(record, truth, truth[:-1]).reason  # a conversation cut short
         for t, turn in enumerate(truth):  # corrupt the last call of the first turn that has a string argument
-            bad = _corrupt(turn[-1]) if turn else None
+            bad = _corrupt(turn[-1]) if turn and turn[-1].name not in STATE_BLIND else None
             if bad is not None:
                 model = [list(x) for x in truth]
                 model[t][-1] = bad
                 assert check_turns(record, truth, model).reward == 0.0, (record["id"], bad)
                 corrupted += 1
                 break
-    assert corrupted == MEASURED["supported"]
+    assert corrupted == MEASURED["corruptible"]  # 3 tasks have string arguments only in STATE_BLIND calls
 
 
 @needs_data

@@ -137,11 +137,13 @@ def test_a_misbehaving_verifier_scores_zero_with_the_reason(outcome):
 def test_multi_turn_bfcl_gets_every_user_turn_and_a_perfect_script_scores_one():
     env = make_env("bfcl_multi_turn_base", data_dir=str(DATA))
     tasks = env.tasks()
-    assert sum(len(t.ground_truth["record"]["question"]) > 1 for t in tasks) == 44
+    assert len(tasks) == 200 and sum(len(t.ground_truth["record"]["question"]) > 1 for t in tasks) == 197
     tok = build_offline_tokenizer([env], vocab_size=1024)
-    batch = oracle_rollouts(tok, [(t, env) for t in tasks])
-    rewards = [e.reward for e in batch.episodes]
-    assert sum(rewards) == len(tasks), [e.reason for e in batch.episodes if e.reward < 1][:3]
+    batch = oracle_rollouts(tok, [(t, env) for t in tasks], max_seq_len=16384)  # the longest episodes: 8 classes of docs
+    # v3's multi_turn_base_154 has 6 ground-truth turns for 5 user turns: no conversation can play the
+    # sixth, so upstream scores it "force terminated" for every model (fixed in v4)
+    failed = {t.spec.task_id: e.reason for t, e in zip(tasks, batch.episodes) if e.reward < 1}
+    assert failed.keys() == {"multi_turn_base_154"} and "force terminated: 5 of 6" in failed["multi_turn_base_154"], failed
     for task, ep in zip(tasks, batch.episodes):
         questions = task.ground_truth["record"]["question"]
         users = [m for m in ep.messages if m["role"] == "user"]
