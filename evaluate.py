@@ -161,6 +161,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     import torch
 
     from envsched_lightning.evaluation import PROMPT_TOO_LONG, aggregate, greedy_rollouts
+    from envsched_lightning.leaderboard import bfcl_overall
     from envsched_lightning.rollout import HFEngine
 
     drop_unselected_envs(cfg)
@@ -207,8 +208,18 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             "ckpt_path": cfg.get("ckpt_path"), "engine": type(module.engine).__name__,
             "max_new_tokens": module.sampling.max_new_tokens, "rollout_seconds": rollout_s,
             "rules": {name: getattr(env, "rules", "official") for name, env in envs.items()}}  # fmt: skip
+    board = bfcl_overall({e.env: (e.score, e.tasks) for e in scores.envs}, {n: len(env.tasks()) for n, env in envs.items()})
+    extra = ""
+    if board is not None:  # the leaderboard's own overall, next to our means
+        versions = sorted({getattr(env, "version", "?") for n, env in envs.items() if n.startswith("bfcl_")})
+        meta["bfcl_leaderboard"] = board.as_dict() | {"data": versions}
+        extra = (f"\n\nBFCL overall as the leaderboard computes it (bfcl-eval 2026.3.23's weights; data "
+                 f"{'/'.join(versions)}):\n\n{board.markdown()}")  # fmt: skip
     paths = write_outputs(Path(cfg.output_dir), header, scores, episodes, meta)
-    print(f"\n{header}\n\n{scores.markdown()}\n")
+    if extra:
+        with open(paths["markdown"], "a") as fh:
+            fh.write(extra.lstrip("\n") + "\n")
+    print(f"\n{header}\n\n{scores.markdown()}{extra}\n")
     print(f"rollouts: {rollout_s:.0f} s; results: {paths['markdown']} (also scores.json, scores.csv, outputs/<env>.jsonl)")
     return {"scores": scores, "episodes": episodes, "paths": paths, "official": not unofficial, "module": module}
 

@@ -1,7 +1,7 @@
 """Our BFCL-v3 multi-turn backends and checker (`rules="official"`) against the official bfcl-eval code.
 
-Run by scripts/bfcl_check.sh in its own environment. For each of the 45 supported
-`multi_turn_base` tasks this builds the ground-truth call sequence and systematic perturbations
+Run by scripts/bfcl_check.sh in its own environment. For each of the 200 `multi_turn_base` tasks
+(all eight backends) this builds the ground-truth call sequence and systematic perturbations
 of it: every call dropped, duplicated, swapped with the next, moved to the next turn; every
 argument given other values and types (strings for ints, ints for strings, None, lists, paths,
 "..", empty strings, NaN, words followed by "(" inside strings), dropped or joined by an
@@ -168,8 +168,8 @@ POOLS = {
         get_ticket(ticket_id=1) create_ticket(title='t') ticket_login(username='u',password='p') ticket_login(username='',password='p')
         create_ticket(title='t',description='d',priority=5) create_ticket(title='t',priority=9) create_ticket(title='t',priority='x')
         get_ticket(ticket_id=999) get_ticket(ticket_id='1') close_ticket(ticket_id=1) close_ticket(ticket_id=1)
-        resolve_ticket(ticket_id=1,resolution='done') edit_ticket(ticket_id=1,updates={'status':'open','priority':None})
-        edit_ticket(ticket_id=1,updates={'nope':1}) edit_ticket(ticket_id=999,updates={}) get_user_tickets()
+        resolve_ticket(ticket_id=1,resolution='done') edit_ticket(ticket_id=1,updates={{'status':'open','priority':None}})
+        edit_ticket(ticket_id=1,updates={{'nope':1}}) edit_ticket(ticket_id=999,updates={{}}) get_user_tickets()
         get_user_tickets(status='open') ticket_get_login_status() logout() logout()""",
     "TradingBot": """
         place_order(order_type='Buy',symbol='AAPL',price=1.0,amount=1) trading_login(username='u',password='p')
@@ -372,6 +372,13 @@ def test_verdicts_and_outputs_agree_with_the_official_code(monkeypatch, capsys) 
     residuals: list[tuple[str, str, str, str]] = []
     for task in env.tasks():
         record, truth = task.ground_truth["record"], task.ground_truth["calls"]
+        if len(record["question"]) != len(truth):  # v3 multi_turn_base_154: 6 answer turns for 5 user turns.
+            # Inference can only produce 5 turns, which upstream's checker fails ("force terminated"), as ours
+            # does; handing that checker 6 model turns directly would compare with no run that can happen.
+            _, reward, reason = ours_live(env, task, truth)
+            assert reward == 0.0 and "force terminated" in reason, (record["id"], reason)
+            counts["unplayable records"] += 1
+            continue
         tid, extra, rng = record["id"], pool(record), random.Random(record["id"])
         seqs = list(systematic(record, truth, extra))
         seqs += [(f"random {k}", random_combo(truth, extra, rng)) for k in range(RANDOM_PER_TASK)]
