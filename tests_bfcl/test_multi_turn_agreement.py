@@ -47,7 +47,6 @@ from envsched_lightning.envs.bfcl_multi_turn import MODEL_NAME, MultiTurnEnviron
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or ROOT.parent / "shared" / "data")
-needs_data = pytest.mark.skipif(not (DATA / "bfcl_v3").is_dir(), reason=f"benchmark data not found at {DATA}")
 RANDOM_PER_TASK = 60  # seeded random combinations per task, on top of the systematic variants
 
 # Disagreements we accept, by (task id, variant) -> reason. Empty: every verdict and output agrees.
@@ -363,10 +362,27 @@ def first_difference(ours: list[list[str]], theirs: list[list[str]]) -> str:
     return f"{len(ours)} turns, official {len(theirs)}"
 
 
-@needs_data
-def test_verdicts_and_outputs_agree_with_the_official_code(monkeypatch, capsys) -> None:
-    env = MultiTurnEnvironment(DATA)
-    answer_file = DATA / "bfcl_v3" / "possible_answer" / "BFCL_v3_multi_turn_base.json"
+@pytest.fixture(scope="module", params=["v3", "v4"])
+def data_root(request, tmp_path_factory) -> tuple[Path, str]:
+    """(data root, version): v3 from the data folder; v4 as `python -m envsched_lightning.data fetch bfcl` writes it."""
+    version = request.param
+    if version == "v3":
+        if not (DATA / "bfcl_v3").is_dir():
+            pytest.skip(f"benchmark data not found at {DATA}")
+        return DATA, version
+    if (DATA / "bfcl_v4").is_dir():
+        return DATA, version
+    from envsched_lightning.data import fetch
+
+    root = tmp_path_factory.mktemp("data")
+    fetch("bfcl", root, quiet=True)  # the pinned bfcl-eval wheel, through pip
+    return root, version
+
+
+def test_verdicts_and_outputs_agree_with_the_official_code(data_root, monkeypatch, capsys) -> None:
+    root, version = data_root
+    env = MultiTurnEnvironment(root, version=version)
+    answer_file = env.data_dir / "possible_answer" / f"BFCL_{version}_multi_turn_base.json"
     answers = {json.loads(line)["id"]: json.loads(line)["ground_truth"] for line in answer_file.open()}
     counts: Counter[str] = Counter()
     residuals: list[tuple[str, str, str, str]] = []
@@ -399,7 +415,7 @@ def test_verdicts_and_outputs_agree_with_the_official_code(monkeypatch, capsys) 
                 calls = " | ".join(_call_text(c) for turn in model for c in turn)
                 residuals.append((tid, variant, "; ".join(problems), calls[:300]))
     with capsys.disabled():
-        print(f"\nmulti-turn agreement: {dict(counts)}; disagreements: {len(residuals)}")
+        print(f"\nmulti-turn agreement ({version}): {dict(counts)}; disagreements: {len(residuals)}")
         for tid, variant, why, calls in residuals[:40]:
             print(f"  {tid} [{variant}] {why}\n      calls: {calls}")
     assert not residuals, f"{len(residuals)} disagreements, first: {residuals[0]}"
