@@ -40,7 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or ROOT.parent / "shared" / "data")
 MODEL = "Qwen/Qwen3-8B-FC"
 MODEL_DIR_NAME = MODEL.replace("/", "_")  # as the runner passes it; ast_checker maps "_" back to "/"
-needs_data = pytest.mark.skipif(not (DATA / "bfcl_v3").is_dir(), reason=f"benchmark data not found at {DATA}")
 
 # Disagreements we accept, by (task id, variant) -> reason. Empty: every output agrees.
 KNOWN_RESIDUALS: dict[tuple[str, str], str] = {}
@@ -256,8 +255,25 @@ def official() -> Official:
     return Official()
 
 
-@needs_data
-def test_single_turn_agreement(official: Official) -> None:
+@pytest.fixture(scope="module", params=["v3", "v4"])
+def data_root(request, tmp_path_factory) -> tuple[Path, str]:
+    """(data root, version): v3 from the data folder; v4 as `python -m envsched_lightning.data fetch bfcl` writes it."""
+    version = request.param
+    if version == "v3":
+        if not (DATA / "bfcl_v3").is_dir():
+            pytest.skip(f"benchmark data not found at {DATA}")
+        return DATA, version
+    if (DATA / "bfcl_v4").is_dir():
+        return DATA, version
+    from envsched_lightning.data import fetch
+
+    root = tmp_path_factory.mktemp("data")
+    fetch("bfcl", root, quiet=True)  # the pinned bfcl-eval wheel, through pip
+    return root, version
+
+
+def test_single_turn_agreement(official: Official, data_root: tuple[Path, str]) -> None:
+    root, version = data_root
     rng = random.Random(0)
     per_category: dict[str, Counter] = defaultdict(Counter)
     per_variant: Counter = Counter()
@@ -265,7 +281,9 @@ def test_single_turn_agreement(official: Official) -> None:
     decode_mismatch: list[str] = []
     unexpected: dict[tuple[str, str], str] = {}
     for category in CATEGORIES:
-        for question, answer in BfclEnvironment(category, DATA).records:
+        env = BfclEnvironment(category, root, version=version)
+        upstream_category = env.file_stem.split("_", 2)[2]  # v4 calls `simple` simple_python
+        for question, answer in env.records:
             cases = _answered_cases(question, answer, rng) if answer else _no_answer_cases(question, rng)
             for variant, raw in cases:
                 stored = official.stored(raw)
@@ -275,7 +293,7 @@ def test_single_turn_agreement(official: Official) -> None:
                 if ours_as_official != decoded:
                     decode_mismatch.append(f"{question['id']} [{variant}]: official {decoded!r:.120} ours {ours_as_official!r:.120}")
                 try:
-                    ok, error_type = official.verdict(question, answer, category, stored)
+                    ok, error_type = official.verdict(question, answer, upstream_category, stored)
                 except Exception as exc:  # noqa: BLE001 - upstream would stop the whole evaluation here
                     ok, error_type = None, f"raises {type(exc).__name__}"
                 reward, reason = check_bfcl(question, answer, raw)
@@ -296,7 +314,8 @@ def test_single_turn_agreement(official: Official) -> None:
                 else:
                     unexpected[key] = line
     total = Counter()
-    print(f"\n{'category':<24}{'outputs':>9}{'agree':>9}{'agree %':>9}{'official pass':>15}{'raises':>8}{'same error type':>17}")
+    print(f"\nBFCL {version}")
+    print(f"{'category':<24}{'outputs':>9}{'agree':>9}{'agree %':>9}{'official pass':>15}{'raises':>8}{'same error type':>17}")
     for category in CATEGORIES:
         s = per_category[category]
         total.update(s)
