@@ -28,7 +28,9 @@ CATEGORY_OF_ENV = {
     "bfcl_live_multiple": "live_multiple", "bfcl_live_parallel": "live_parallel",
     "bfcl_live_parallel_multiple": "live_parallel_multiple", "bfcl_irrelevance": "irrelevance",
     "bfcl_live_irrelevance": "live_irrelevance", "bfcl_live_relevance": "live_relevance",
-    "bfcl_multi_turn_base": "multi_turn_base",
+    "bfcl_multi_turn_base": "multi_turn_base", "bfcl_java": "simple_java", "bfcl_javascript": "simple_javascript",
+    "bfcl_multi_turn_miss_func": "multi_turn_miss_func", "bfcl_multi_turn_miss_param": "multi_turn_miss_param",
+    "bfcl_multi_turn_long_context": "multi_turn_long_context",
 }  # fmt: skip
 # task counts of the v4 live categories: the live section weighs by them (upstream uses the dataset's
 # count for a category it did not evaluate)

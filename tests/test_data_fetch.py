@@ -135,7 +135,9 @@ def test_bfcl_v4_comes_from_the_pinned_wheel_and_every_category_loads(bfcl_v4):
             if check_bfcl(question, answer, text)[0] != 1.0:
                 failed.append(question["id"])
     assert counts["simple"] == 400 and counts["multiple"] == 200 and counts["live_multiple"] == 1053
-    assert len(failed) <= 5, failed  # upstream answers no call can satisfy (v3 had 5)
+    assert counts["java"] == 100 and counts["javascript"] == 50
+    # upstream answers no call can satisfy: v3's 5 Python ones, and 2 Java ones (tests/envs/test_bfcl.py)
+    assert len(failed) <= 7 and {"simple_java_36", "simple_java_65"} <= set(failed), failed
     print(f"BFCL v4 tasks per category: {counts}; ground truth failing the official checker: {failed}")
     multi = make_env("bfcl_multi_turn_base", data_dir=str(bfcl_v4))
     assert multi.version == "v4" and len(multi.tasks()) > 0

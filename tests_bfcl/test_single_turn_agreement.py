@@ -1,17 +1,22 @@
-"""Our BFCL-v3 single-turn verdict (`rules="official"`) against the official bfcl-eval code, output by output.
+"""Our BFCL single-turn verdict (`rules="official"`) against the official bfcl-eval code, output by output.
 
 Run by scripts/bfcl_check.sh in its own environment (bfcl-eval pins numpy 1.26.4 and a dozen SDKs).
-For every record of the 11 Python single-turn categories this builds raw Qwen3-style model texts:
+For every record of the 13 single-turn categories (11 Python, Java, JavaScript) this builds raw
+Qwen3-style model texts:
 the ground truth rendered as `<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>` blocks,
 other allowed answers, and systematic perturbations of layout (newlines, arguments as a string or
 missing, non-object bodies, bad JSON, thinking), names (dotted vs underscored), values (types, int vs
 float, wrong values, `[]` for optional arrays, standardised strings), parameters (missing optional /
 required, extra) and calls (order, count, another function), plus no-call and call texts for the
-(ir)relevance categories. Each text is scored by the official pipeline as `Qwen/Qwen3-8B-FC` runs it
+(ir)relevance categories. In Java and JavaScript, where every argument is a source string, values are
+also written in other syntaxes of either language (quoting, suffixes, collection forms, JSON, the bare
+Python value). Each text is scored by the official pipeline as `Qwen/Qwen3-8B-FC` runs it
 (`QwenFCHandler._parse_query_response_prompting` keeps the text after `</think>`, then
 `eval_runner._evaluate_single_ast_entry` / `_evaluate_single_relevance_entry`: decode_ast, format
-check, ast_checker) and by `envsched_lightning.envs.bfcl.check_bfcl`. The verdicts must agree, and
-our decoder must return what the official `decode_ast` returns.
+check, ast_checker, with the `Language` eval_runner picks for the category) and by
+`envsched_lightning.envs.bfcl.check_bfcl`. The verdicts must agree, and our decoder must return what
+the official `decode_ast` returns. Our Java/JavaScript value conversion is also compared with
+upstream's type converters directly, on generated source strings.
 
 `pytest -s` prints agreement per category and any residual disagreement by task id, with both reasons.
 """
@@ -22,6 +27,7 @@ import copy
 import json
 import os
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,10 +37,14 @@ from typing import Any
 import pytest
 from bfcl_eval.constants.enums import Language, ReturnFormat
 from bfcl_eval.eval_checker import eval_runner
+from bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter import java_type_converter
+from bfcl_eval.eval_checker.ast_eval.type_convertor.js_type_converter import js_type_converter
+from bfcl_eval.utils import add_language_specific_hint_to_function_doc, is_java, is_js
 
 from envsched_lightning.envs.base import ToolCall
 from envsched_lightning.envs.bfcl import CATEGORIES, BfclEnvironment, check_bfcl, ground_truth_calls
 from envsched_lightning.envs.bfcl_checker import decode_qwen_fc
+from envsched_lightning.envs.bfcl_languages import COLLECTION_TYPES, SOURCE_TYPES, from_source, hinted_docs, to_source
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or ROOT.parent / "shared" / "data")
@@ -73,18 +83,22 @@ def _fill(value: Any, rng: random.Random) -> Any:
     return value
 
 
-def _random_answer(question: dict, answer: dict, rng: random.Random) -> list[tuple[Any, dict[str, Any]]]:
-    """Another answer from the allowed lists: a random allowed value per parameter ("" omits it)."""
+def _random_answer(question: dict, answer: dict, rng: random.Random, language: str) -> list[tuple[Any, dict[str, Any]]]:
+    """Another answer from the allowed lists: a random allowed value per parameter ("" omits it),
+    written as source in Java/JavaScript."""
     docs = {d["name"]: d for d in question["function"]}
     calls = []
     for expected in answer["ground_truth"]:
         (name, params), = expected.items()
+        doc = docs.get(name, question["function"][0])
         args = {}
         for param, allowed in params.items():
             pick = rng.choice(allowed) if allowed else ""
             if pick != "":
-                args[param] = _fill(pick, rng)
-        calls.append((docs.get(name, question["function"][0])["name"], args))
+                value = _fill(pick, rng)
+                schema = doc["parameters"]["properties"].get(param, {})
+                args[param] = value if language == "python" else to_source(language, schema, value)
+        calls.append((doc["name"], args))
     return calls
 
 
@@ -125,9 +139,59 @@ def _mutations(value: Any, rng: random.Random) -> Iterator[tuple[str, Any]]:
     yield "null", None
 
 
-def _answered_cases(question: dict, answer: dict, rng: random.Random) -> Iterator[tuple[str, str]]:
+def _source_variants(src: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """The expected `value` (Python) and its source `src` written other ways, in either language."""
+    yield "src_python_value", value  # not a string: a type error in Java/JavaScript
+    yield "src_json", json.dumps(value)
+    yield "src_double_quoted", f'"{src}"'
+    yield "src_single_quoted", f"'{src}'"
+    if len(src) >= 2 and src[0] == src[-1] and src[0] in "'\"":
+        yield "src_unquoted", src[1:-1]
+    yield "src_padded", f" {src} "
+    yield "src_newline", src + "\n"
+    yield "src_capitalised", src.capitalize()
+    for suffix in ("L", "f", "n", ".0", "d"):
+        yield f"src_suffix_{suffix}", src + suffix
+    if src[-1:] in ("L", "l", "f", "F", "n"):
+        yield "src_suffix_dropped", src[:-1]
+    if re.fullmatch(r"-?\d+\.\d+", src):
+        yield "src_exponent", f"{float(src):e}"
+        yield "src_exponent_f", f"{float(src):e}f"
+    if isinstance(value, list):
+        quoted = [json.dumps(v) for v in value]
+        bare = [str(v).lower() if isinstance(v, bool) else str(v) for v in value]
+        for style, parts in (("quoted", quoted), ("bare", bare), ("single", [f"'{b}'" for b in bare])):
+            joined = ", ".join(parts)
+            yield f"src_aslist_{style}", f"new ArrayList<>(Arrays.asList({joined}))"
+            yield f"src_add_{style}", "new ArrayList<String>() {{ " + " ".join(f"add({x});" for x in parts) + " }}"
+            yield f"src_java_array_{style}", f"new String[]{{{joined}}}"
+            yield f"src_js_array_{style}", f"[{joined}]"
+            yield f"src_new_array_{style}", f"new Array({joined})"
+            yield f"src_2d_{style}", f"[[{joined}], [{joined}]]"
+            yield f"src_list_of_{style}", f"List.of({joined})"
+        yield "src_no_spaces", "[" + ",".join(quoted) + "]"
+        yield "src_empty_arraylist", "new ArrayList<>()"
+        yield "src_empty_java_array", "new int[]{}"
+        yield "src_empty_js_array", "[]"
+    if isinstance(value, dict):
+        puts = " ".join(f'put("{k}", {json.dumps(v)});' for k, v in value.items())
+        bare_puts = " ".join(f'put("{k}", {v});' for k, v in value.items())
+        yield "src_hashmap", f"new HashMap<String, Object>() {{{{ {puts} }}}}"
+        yield "src_hashmap_single_brace", f"new HashMap<>() {{ {puts} }}"
+        yield "src_hashmap_bare_values", f"new HashMap<String, String>() {{{{{bare_puts}}}}}"
+        single_quoted = " ".join(f"put('{k}', {json.dumps(v)});" for k, v in value.items())
+        yield "src_hashmap_single_quoted_keys", "new HashMap<>() {{ " + single_quoted + " }}"
+        yield "src_map_of", "Map.of(" + ", ".join(f'"{k}", {json.dumps(v)}' for k, v in value.items()) + ")"
+        yield "src_js_object_quoted", "{" + ", ".join(f"'{k}': '{v}'" for k, v in value.items()) + "}"
+        yield "src_js_object_bare", "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
+        yield "src_js_object_nested", "{outer: {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in value.items()) + "}}"
+        yield "src_empty_object", "{}"
+        yield "src_empty_hashmap", "new HashMap<>()"
+
+
+def _answered_cases(question: dict, answer: dict, rng: random.Random, language: str) -> Iterator[tuple[str, str]]:
     rid, docs = question["id"], question["function"]
-    gold = _pairs(ground_truth_calls(question, answer))
+    gold = _pairs(ground_truth_calls(question, answer, language))
     by_name = {d["name"]: d for d in docs}
     yield "canonical", _text(gold)
     yield "no_newlines", _text(gold, newlines=False)
@@ -152,8 +216,8 @@ def _answered_cases(question: dict, answer: dict, rng: random.Random) -> Iterato
     yield "duplicate_first", _text([gold[0], *gold])
     yield "dropped_last", _text(gold[:-1])
     yield "reversed", _text(gold[::-1])
-    yield "other_allowed", _text(_random_answer(question, answer, rng))
-    yield "other_allowed_2", _text(_random_answer(question, answer, rng))
+    yield "other_allowed", _text(_random_answer(question, answer, rng, language))
+    yield "other_allowed_2", _text(_random_answer(question, answer, rng, language))
     if any("." in n for n, _ in gold):
         yield "underscored_names", _text([(n.replace(".", "_"), a) for n, a in gold])
     if any("_" in n for n, _ in gold):
@@ -191,6 +255,11 @@ def _answered_cases(question: dict, answer: dict, rng: random.Random) -> Iterato
     for p in rng.sample(sorted(args), min(3, len(args))):
         for kind, value in _mutations(args[p], rng):
             yield f"value_{kind}", with_args({**args, p: value})
+    if language != "python":
+        python_args = _pairs(ground_truth_calls(question, answer, "python"))[idx][1]
+        for p in sorted(args):
+            for kind, value in _source_variants(args[p], python_args[p]):
+                yield f"value_{kind}", with_args({**args, p: value})
 
 
 def _dummy(schema: dict[str, Any], rng: random.Random) -> Any:
@@ -243,9 +312,13 @@ class Official:
         if answer is None:
             out = eval_runner._evaluate_single_relevance_entry(self.handler, question["id"], stored, question, MODEL_DIR_NAME, category)
         else:
+            # the language and return format eval_runner.ast_file_runner picks for the category
+            language, return_format = ((Language.JAVA, ReturnFormat.JAVA) if is_java(category)
+                                       else (Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT) if is_js(category)
+                                       else (Language.PYTHON, ReturnFormat.PYTHON))  # fmt: skip
             out = eval_runner._evaluate_single_ast_entry(
                 self.handler, question["id"], stored, answer["ground_truth"], question, MODEL_DIR_NAME,
-                category, Language.PYTHON, ReturnFormat.PYTHON,
+                category, language, return_format,
             )  # fmt: skip
         return bool(out["valid"]), out.get("error_type", "ok")
 
@@ -284,7 +357,7 @@ def test_single_turn_agreement(official: Official, data_root: tuple[Path, str]) 
         env = BfclEnvironment(category, root, version=version)
         upstream_category = env.file_stem.split("_", 2)[2]  # v4 calls `simple` simple_python
         for question, answer in env.records:
-            cases = _answered_cases(question, answer, rng) if answer else _no_answer_cases(question, rng)
+            cases = _answered_cases(question, answer, rng, env.language) if answer else _no_answer_cases(question, rng)
             for variant, raw in cases:
                 stored = official.stored(raw)
                 decoded = official.decode(stored)
@@ -296,7 +369,7 @@ def test_single_turn_agreement(official: Official, data_root: tuple[Path, str]) 
                     ok, error_type = official.verdict(question, answer, upstream_category, stored)
                 except Exception as exc:  # noqa: BLE001 - upstream would stop the whole evaluation here
                     ok, error_type = None, f"raises {type(exc).__name__}"
-                reward, reason = check_bfcl(question, answer, raw)
+                reward, reason = check_bfcl(question, answer, raw, language=env.language)
                 stats = per_category[category]
                 stats["outputs"] += 1
                 stats["official_pass"] += ok is True
@@ -334,6 +407,17 @@ def test_single_turn_agreement(official: Official, data_root: tuple[Path, str]) 
     assert not unexpected, f"{len(unexpected)} unexplained disagreements, e.g. {list(unexpected.values())[:5]}"
 
 
+def test_java_and_javascript_docs_are_shown_as_upstream_shows_them(data_root: tuple[Path, str]) -> None:
+    """The hinted docs of every Java/JavaScript task are what upstream's inference loads
+    (`load_dataset_entry` -> `add_language_specific_hint_to_function_doc`)."""
+    root, version = data_root
+    for category in ("java", "javascript"):
+        env = BfclEnvironment(category, root, version=version)
+        for question, _ in env.records:
+            (theirs,) = add_language_specific_hint_to_function_doc([copy.deepcopy(question)])
+            assert hinted_docs(question["function"], env.language) == theirs["function"], question["id"]
+
+
 # ---------------------------------------------------------------- shapes the data does not have
 def _doc(name: str, **props: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "description": "", "parameters": {"type": "dict", "properties": props, "required": []}}
@@ -361,6 +445,27 @@ SYNTHETIC: list[tuple[str, list[dict], list[dict], list[Any]]] = [
      [{"f": {"a": ["x", "y"]}}, {"f": {"a": ["x"]}}], [{"a": "x"}, {"a": "y"}]),
     ("simple_9010", [_doc("f", t={"type": "tuple", "items": {"type": "integer"}}, b={"type": "boolean"})],
      [{"f": {"t": [[1, 2]], "b": [False, ""]}}], [{"t": [1, 2], "b": 0}, {"t": [1, 2], "b": False}, {"t": [1.0, 2]}]),
+    # Java and JavaScript: types and shapes the data lacks, and types upstream cannot convert
+    ("java_9011", [_doc("f", x={"type": "float"}, b={"type": "byte"}, c={"type": "char"})],
+     [{"f": {"x": [1.5], "b": [7, ""], "c": ["a", ""]}}],
+     [{"x": "1.5f"}, {"x": "1.5"}, {"x": "15e-1F"}, {"x": "1.5f", "b": "7"}, {"x": "1.5f", "b": "7L"}, {"x": "1.5f", "c": "'a'"},
+      {"x": "1.5f", "c": "a"}, {"x": 1.5}, {"x": "1" * 5000}]),
+    ("java_9012", [_doc("f", s={"type": "Set", "items": {"type": "String"}}, q={"type": "Queue"}, o={"type": "Object"})],
+     [{"f": {"s": [["a"], ""], "q": [["a"], ""], "o": ["x", ""]}}], [{"s": "new HashSet<>()"}, {"q": "x"}, {"o": "x"}, {}]),
+    ("java_9013", [_doc("f", xs={"type": "ArrayList", "items": {"type": "HashMap"}}, m={"type": "HashMap"})],
+     [{"f": {"xs": [[{"a": [1]}], ""], "m": [{"k": [True], "j": [2.5, ""]}, ""]}}],
+     [{"xs": 'new ArrayList<>(Arrays.asList(new HashMap<>() {{ put("a", 1); }}))'}, {"m": 'new HashMap<>() {{ put("k", true); }}'},
+      {"m": 'new HashMap<>() {{ put("k", true); put("j", 2.5f); }}'}, {"m": "new HashMap<>()"}, {"xs": "new ArrayList<>()"}]),
+    ("javascript_9014", [_doc("f", n={"type": "Bigint"}, ok={"type": "Boolean"}, d={"type": "dict"})],
+     [{"f": {"n": [12, ""], "ok": [True, ""], "d": [{"a": [[1, 2]], "b": [{"c": [1]}]}, ""]}}],
+     [{"n": "12n"}, {"n": "12"}, {"n": "1" * 5000 + "n"}, {"ok": "true"}, {"ok": "True"}, {"d": "{a: [1, 2], b: {c: 1}}"},
+      {"d": "{a: [1, 2]}"}, {"d": "{}"}, {"d": "{'a': '[1, 2]'}"}]),
+    ("javascript_9015", [_doc("f", xs={"type": "array", "items": {"type": "dict"}}, ys={"type": "array", "items": {"type": "array"}})],
+     [{"f": {"xs": [[{"a": [1]}], ""], "ys": [[[1, 2]], ""]}}],
+     [{"xs": "[{a: 1}]"}, {"xs": "[{a: 2}]"}, {"xs": "[]"}, {"ys": "[[1, 2]]"}, {"ys": "[[1, 2], [3]]"}, {"ys": "['1, 2']"},
+      {"xs": "new Array({a: 1})"}, {"ys": "[1, 2"}]),
+    ("javascript_9016", [_doc("f", w={"type": "Weird"}, s={"type": "String"})],
+     [{"f": {"w": ["x", ""], "s": ["it's", ""]}}], [{"w": "x"}, {"s": "\"it's\""}, {"s": "'it's'"}, {"s": "it\"s"}, {"s": "'"}]),
 ]  # fmt: skip
 
 
@@ -382,3 +487,84 @@ def test_synthetic_records_agree(official: Official, rid: str, docs: list, truth
             assert reason.startswith("official_checker_raises"), (raw, error_type, reason)
         else:
             assert (reward == 1.0) == ok, (raw, error_type, reason)
+
+
+# ---------------------------------------------------------------- the type converters themselves
+_SCALARS = ["1", "-2", "3.5", "-0.25", "1e3", "2E-2", "1.5f", "3F", "7L", "-8l", "12n", "true", "false", "True", '"s"',
+            "'c'", '"a, b"', "x", "a b", "", "null", "\u0663", "1_0", "nan", "0x1F", "'it''s'", '""', "'"]  # fmt: skip
+_SEPARATORS = [",", ", ", " , ", ",,", ";", "\n,"]
+_MAP_KEYS = ['"k1"', '"k2"', '"k"', "k", "'k'"]
+
+
+def _elements(rng: random.Random) -> str:
+    return rng.choice(_SEPARATORS).join(rng.choice(_SCALARS) for _ in range(rng.randint(0, 4)))
+
+
+def _structured(rng: random.Random) -> str:
+    """A Java or JavaScript value, mostly well-formed."""
+    els, key = _elements(rng), rng.choice(['"k"', "'k'", "k", '"a:b"', ""])
+    forms = [
+        lambda: rng.choice(_SCALARS),
+        lambda: f"new {rng.choice(['String', 'int', 'long', 'Object', 'char'])}[]{rng.choice(['', ' '])}{{{els}}}",
+        lambda: f"new ArrayList<{rng.choice(['', 'String', 'Long'])}>(Arrays.asList({els}))",
+        lambda: f"new ArrayList<>(){rng.choice(['', ' ', chr(10)])}{{{{ "
+                + " ".join(f"add({rng.choice(_SCALARS)});" for _ in range(rng.randint(0, 3))) + " }}",
+        lambda: f"new HashMap<{rng.choice(['', 'String, Object'])}>() {rng.choice(['{{', '{', '{ {'])} "
+                + " ".join(f"put({rng.choice(_MAP_KEYS)}, {rng.choice(_SCALARS)});" for _ in range(rng.randint(0, 3)))
+                + f" {rng.choice(['}}', '}', '} }'])}",
+        lambda: f"[{els}]",
+        lambda: f"new Array({els})",
+        lambda: f"[[{els}], [{_elements(rng)}]]",
+        lambda: f"[[{els}]",
+        lambda: "{" + ", ".join(f"{rng.choice([key, 'a', 'b'])}: {rng.choice([*_SCALARS, f'[{els}]', '{c: 1}'])}"
+                                for _ in range(rng.randint(0, 3))) + "}",
+    ]  # fmt: skip
+    return rng.choice(forms)()
+
+
+def _source_strings(rng: random.Random, n: int) -> Iterator[str]:
+    """Structured values, some damaged: a character dropped or doubled, text around them."""
+    for _ in range(n):
+        text = _structured(rng)
+        roll = rng.random()
+        if roll < 0.15 and text:
+            i = rng.randrange(len(text))
+            text = text[:i] + text[i + 1:]
+        elif roll < 0.3 and text:
+            i = rng.randrange(len(text))
+            text = text[:i] + text[i] + text[i:]
+        elif roll < 0.4:
+            text = rng.choice(["x = ", " ", "(", "\n"]) + text + rng.choice(["", ";", " ", ")", "\n"])
+        yield text
+
+
+def _outcome(convert, *args) -> str:
+    """What a converter returns, typed (`repr` tells 1 from 1.0 and True), or that it raised."""
+    try:
+        return repr(convert(*args))
+    except Exception:  # noqa: BLE001 - both must raise on the same input
+        return "raises"
+
+
+def test_source_conversion_agrees_with_the_official_converters(capsys) -> None:
+    """`from_source` against `java_type_converter` / `js_type_converter`, called as ast_checker calls
+    them, on every doc type (and two item types) each language knows, over generated source strings."""
+    rng = random.Random(1)
+    official = {"java": java_type_converter, "javascript": js_type_converter}
+    compared, typed, differences = 0, 0, []
+    for text in _source_strings(rng, 3000):
+        for language, types in SOURCE_TYPES.items():
+            for doc_type in sorted(types):
+                collection = doc_type in COLLECTION_TYPES
+                items = [rng.choice(sorted(types)), rng.choice(["String", "integer", "float"])] if collection else [None]
+                for item in items:
+                    args = (text, doc_type, item) if item else (text, doc_type)
+                    theirs, ours = _outcome(official[language], *args), _outcome(from_source, language, text, doc_type, item)
+                    compared += 1
+                    typed += theirs not in ("raises", repr(text))
+                    if theirs != ours:
+                        differences.append(f"{language} {doc_type}[{item}] {text!r}: official {theirs}, ours {ours}")
+    with capsys.disabled():
+        print(f"\nsource conversion: {compared} conversions compared ({typed} not left as the text), {len(differences)} differences")
+    assert compared > 50_000 and typed > 3_000
+    assert not differences, differences[:10]

@@ -1,9 +1,10 @@
-"""BFCL-v3 single-turn categories as environments, plus the data-file helpers other benchmark loaders share.
+"""BFCL single-turn categories (v3 or v4 data) as environments, plus the data-file helpers other benchmark loaders share.
 
 The verdict lives in `bfcl_checker` (the official Qwen3-8B-FC decoder and `ast_checker`, quirks
 included, checked against bfcl-eval by `scripts/bfcl_check.sh`), because a reward that disagrees
-with the leaderboard would train towards the wrong target. Java/JavaScript categories are not
-supported (their values are Java/JS source strings needing a type converter we have not written).
+with the leaderboard would train towards the wrong target. The Java and JavaScript categories use
+the same checker with their language (`bfcl_languages`): arguments are source strings, typed as
+upstream's converters type them, and the model is shown upstream's language-hinted docs.
 
 `check_bfcl(question, possible_answer, completion)` is the public entry point that external checks
 call; episodes judge the raw text of their first model turn the same way.
@@ -27,17 +28,18 @@ from envsched_lightning.envs.bfcl_checker import (  # noqa: F401 - PYTHON_TYPES,
     standardize_string,
     verdict,
 )
+from envsched_lightning.envs.bfcl_languages import hinted_docs, language_of, to_source
 from envsched_lightning.envs.parsing import ParsedTurn, render_assistant_turn
 from envsched_lightning.envs.patterns import PATTERNS
 from envsched_lightning.envs.time_limit import DEFAULT_TOOL_TIME_LIMIT
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 
-# The question files we load; every one but the last three has a possible_answer file.
+# The question files we load (v3 names); all but the three (ir)relevance ones have a possible_answer file.
 CATEGORIES: tuple[str, ...] = (
     "simple", "multiple", "parallel", "parallel_multiple",
     "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
-    "irrelevance", "live_irrelevance", "live_relevance",
+    "irrelevance", "live_irrelevance", "live_relevance", "java", "javascript",
 )  # fmt: skip
 NO_ANSWER_CATEGORIES = frozenset({"irrelevance", "live_irrelevance", "live_relevance"})
 
@@ -73,7 +75,8 @@ def resolve_data_dir(env_name: str, data_dir: str | os.PathLike[str] | None, sub
 
 
 BFCL_VERSIONS = ("v3", "v4")
-V4_FILE_NAMES = {"simple": "simple_python"}  # v4 renamed the Python `simple` category; the others kept their names
+# v4 renamed the three `simple` categories after their language; the others kept their names
+V4_FILE_NAMES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript"}
 
 
 def resolve_bfcl_dir(env_name: str, data_dir: str | os.PathLike[str] | None, version: str) -> tuple[Path, str]:
@@ -182,15 +185,18 @@ def check_calls(
     calls: Sequence[ToolCall],
     ground_truth: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]] | None,
     rules: str = "official",
+    language: str | None = None,
 ) -> tuple[float, str]:
     """Score already-parsed calls: they are rendered as Qwen3 writes them and scored as text."""
-    return verdict(record_id, docs, render_assistant_turn("", list(calls)), ground_truth, rules)
+    return verdict(record_id, docs, render_assistant_turn("", list(calls)), ground_truth, rules, language)
 
 
-def check_bfcl(question: dict, possible_answer: dict | None, completion: str, rules: str = "official") -> tuple[float, str]:
-    """Score raw Qwen3 model text against one BFCL record; `possible_answer` is None for (ir)relevance."""
+def check_bfcl(question: dict, possible_answer: dict | None, completion: str, rules: str = "official",
+               language: str | None = None) -> tuple[float, str]:  # fmt: skip
+    """Score raw Qwen3 model text against one BFCL record; `possible_answer` is None for (ir)relevance.
+    `language` (python, java, javascript) defaults to the one the record id names."""
     truth = None if possible_answer is None else possible_answer["ground_truth"]
-    return verdict(question["id"], question["function"], completion, truth, rules)
+    return verdict(question["id"], question["function"], completion, truth, rules, language)
 
 
 def _first_choice(allowed: Sequence[Any]) -> Any:
@@ -202,13 +208,17 @@ def _fill_template(template: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
     return {k: v[0] for k, v in template.items() if v and v[0] != ""}
 
 
-def ground_truth_calls(question: Mapping[str, Any], possible_answer: Mapping[str, Any]) -> list[ToolCall]:
+def ground_truth_calls(question: Mapping[str, Any], possible_answer: Mapping[str, Any],
+                       language: str | None = None) -> list[ToolCall]:  # fmt: skip
     """Each expected call as a model would make it.
 
     Per parameter the first allowed value is used; a parameter whose first choice is `""` is omitted
     unless the doc requires it (then its first real value is used). Dict and list-of-dict parameters
-    hold templates of allowed lists, which are filled the same way one level down.
+    hold templates of allowed lists, which are filled the same way one level down. In the Java and
+    JavaScript categories (`language`, by default the one the id names) each value is then written
+    as the source string that reads back as it.
     """
+    language = language or language_of(str(question["id"]))
     docs = {d["name"]: d for d in question["function"]}
     calls = []
     for expected in possible_answer["ground_truth"]:
@@ -224,12 +234,12 @@ def ground_truth_calls(question: Mapping[str, Any], possible_answer: Mapping[str
                 continue
             value = _first_choice(allowed)
             kind = props.get(param, {}).get("type")
-            if kind == "dict" and isinstance(value, dict):
+            if kind in ("dict", "HashMap") and isinstance(value, dict):
                 value = _fill_template(value)
             elif kind in ("array", "tuple") and isinstance(value, list) and all(isinstance(v, dict) for v in value):
                 if props[param].get("items", {}).get("type") == "dict":
                     value = [_fill_template(v) for v in value]
-            args[param] = value
+            args[param] = value if language == "python" else to_source(language, props.get(param, {}), value)
         calls.append(ToolCall(doc.get("name", name), args))  # the offered name, as a model sees it
     return calls
 
@@ -243,8 +253,9 @@ class BfclEpisode(Episode):
     as Qwen3 would have written them.
     """
 
-    def __init__(self, record: Mapping[str, Any], truth: Sequence[Any] | None, rules: str = "official") -> None:
-        self._record, self._truth, self._rules = record, truth, check_rules(rules)
+    def __init__(self, record: Mapping[str, Any], truth: Sequence[Any] | None, rules: str = "official",
+                 language: str | None = None) -> None:  # fmt: skip
+        self._record, self._truth, self._rules, self._language = record, truth, check_rules(rules), language
         self._text: str | None = None
         self._calls: list[ToolCall] | None = None
 
@@ -269,7 +280,7 @@ class BfclEpisode(Episode):
             text = render_assistant_turn("", self._calls)
         else:  # nothing was played: the answer is the whole model message
             text = final_answer if isinstance(final_answer, str) else ""
-        reward, reason = verdict(self._record["id"], self._record["function"], text, self._truth, self._rules)
+        reward, reason = verdict(self._record["id"], self._record["function"], text, self._truth, self._rules, self._language)
         return Verdict(reward, reason if self._rules == "official" else f"[rules=training] {reason}")
 
 
@@ -277,8 +288,12 @@ class BfclEnvironment(Environment):
     """One BFCL single-turn category (v3 or v4 data: `version`); tasks carry their own function docs as `tools`.
 
     `version="auto"` takes v4 (the current leaderboard, what `python -m envsched_lightning.data fetch
-    bfcl` writes) where a `bfcl_v4` folder exists, else v3. v4 renamed `simple` to `simple_python`;
-    the environment keeps the name `bfcl_simple` and reports `version`.
+    bfcl` writes) where a `bfcl_v4` folder exists, else v3. v4 renamed `simple`, `java` and
+    `javascript` to `simple_python`, `simple_java`, `simple_javascript`; the environments keep the
+    v3 names (`bfcl_simple`, `bfcl_java`, `bfcl_javascript`) and report `version`.
+
+    `language` (python, java, javascript) follows the category: it types the checker's values and,
+    for Java/JavaScript, the tools are upstream's hinted docs (`bfcl_languages.hinted_docs`).
 
     `rules="official"` (default) reproduces the leaderboard's verdict, quirks included; `"training"`
     fails malformed `<tool_call>` blocks and matches parallel calls in any order (see
@@ -291,6 +306,7 @@ class BfclEnvironment(Environment):
             raise ValueError(f"unknown BFCL category {category!r}; valid: {', '.join(CATEGORIES)}")
         self.category = category
         self.name = f"bfcl_{category}"
+        self.language = language_of(category)
         self.rules = check_rules(rules, f"environment {self.name!r}")
         self.data_dir, self.version = resolve_bfcl_dir(self.name, data_dir, version)
 
@@ -339,7 +355,7 @@ class BfclEnvironment(Environment):
             messages=tuple(question["question"][0]),
             ground_truth={"question": question, "possible_answer": answer},
             max_turns=1,
-            tools=tuple(to_tool_schema(d) for d in docs),
+            tools=tuple(to_tool_schema(d) for d in hinted_docs(docs, self.language)),
         )
 
     @cached_property
@@ -358,7 +374,7 @@ class BfclEnvironment(Environment):
 
     def reset(self, task: Task) -> Episode:
         answer = task.ground_truth["possible_answer"]
-        return BfclEpisode(task.ground_truth["question"], answer["ground_truth"] if answer else None, self.rules)
+        return BfclEpisode(task.ground_truth["question"], answer["ground_truth"] if answer else None, self.rules, self.language)
 
 
 def _register(category: str) -> None:

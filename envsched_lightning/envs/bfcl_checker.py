@@ -1,4 +1,4 @@
-"""The BFCL-v3 single-turn verdict for Qwen3 `<tool_call>` text: decoder, AST checker, dispatch.
+"""The BFCL single-turn verdict for Qwen3 `<tool_call>` text: decoder, AST checker, dispatch.
 
 Written from bfcl-eval 2026.3.23 (`QwenFCHandler.decode_ast`, `eval_checker/ast_eval/ast_checker.py`,
 `eval_runner._evaluate_single_{ast,relevance}_entry`) as configured for `Qwen/Qwen3-8B-FC`, and
@@ -7,6 +7,11 @@ every quirk of the official verdict is kept, each named `QUIRK` below and in `do
 because a reported score must be the leaderboard's. `rules="training"` departs from it in two places
 only, both where the official rule rewards a wrong behaviour (`TRAINING` below); it is for rewards,
 never for reported scores.
+
+The Java and JavaScript categories go through the same checker with `language` set: each argument
+must then be a string of source code, read into a typed value by `bfcl_languages.from_source` as
+upstream's type converters read it (`language` defaults to the one named by the record id, as
+upstream takes it from the category name).
 
 Where the official code would raise (an answer shape it does not handle), the verdict is a failure
 whose reason starts with `official_checker_raises`: upstream the whole evaluation would stop.
@@ -20,6 +25,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from envsched_lightning.envs.base import ToolCall
+from envsched_lightning.envs.bfcl_languages import (
+    COLLECTION_TYPES,
+    LANGUAGES,
+    SOURCE_TYPES,
+    TYPE_ERROR,
+    UnsupportedType,
+    from_source,
+    language_of,
+)
 
 RULES = ("official", "training")
 
@@ -37,6 +51,11 @@ OPEN_TAG = "<tool_call>"
 
 class OfficialCrash(Exception):
     """An input on which the official checker raises instead of giving a verdict."""
+
+
+# What the official checker raises on answers it cannot handle; ValueError covers int() of a
+# digit string too long to convert, which upstream's Java/JavaScript converters do not catch.
+UPSTREAM_RAISES = (OfficialCrash, UnsupportedType, KeyError, IndexError, TypeError, AttributeError, RecursionError, ValueError)
 
 
 def check_rules(rules: str, where: str = "BFCL") -> str:
@@ -177,13 +196,16 @@ def _list_dict_ok(value: list, allowed: Sequence[Any]) -> bool:
     return False
 
 
-def check_call(doc: Mapping[str, Any], call: ToolCall, expected: Mapping[str, Sequence[Any]]) -> str | None:
-    """The official `simple_function_checker` for one call: its first error (official error type
-    first), or None. May raise `OfficialCrash`.
+def check_call(doc: Mapping[str, Any], call: ToolCall, expected: Mapping[str, Sequence[Any]],
+               language: str = "python") -> str | None:  # fmt: skip
+    """The official `simple_function_checker` for one call in `language`: its first error (official
+    error type first), or None. May raise `OfficialCrash` (or what upstream would raise).
 
     QUIRK (names): the name must be the doc's exactly. `Qwen/Qwen3-8B-FC` has
     `underscore_to_dot=False`, so the dotted name it is shown (`math.hypot`) is the only one
     accepted; `math_hypot` fails.
+    QUIRK (Java/JavaScript): every argument must be a JSON string; its converted value then meets
+    the same type and value rules, without the int -> float promotion.
     """
     if not isinstance(doc, Mapping):
         raise OfficialCrash("the expected function is not among the offered docs")
@@ -198,10 +220,19 @@ def check_call(doc: Mapping[str, Any], call: ToolCall, expected: Mapping[str, Se
         if param not in properties or param not in expected:
             return f"simple_function_checker:unexpected_param: {param!r}"
         doc_type = properties[param]["type"]
-        kind = PYTHON_TYPES[doc_type]
-        nested = PYTHON_TYPES[properties[param]["items"]["type"]] if doc_type in ("array", "tuple") else None
-        if doc_type == "float" and type(value) is int:  # Python's int -> float promotion, top level only
-            value = float(value)
+        if language == "python":
+            kind = PYTHON_TYPES[doc_type]
+            nested = PYTHON_TYPES[properties[param]["items"]["type"]] if doc_type in ("array", "tuple") else None
+            if doc_type == "float" and type(value) is int:  # Python's int -> float promotion, top level only
+                value = float(value)
+        else:
+            types = SOURCE_TYPES[language]
+            kind = types[doc_type]  # an unknown doc type raises upstream too
+            if type(value) is not str:
+                return f"{TYPE_ERROR[language]}: {param!r} ({doc_type}) must be a string of source, got {value!r}"
+            item_type = properties[param]["items"]["type"] if doc_type in COLLECTION_TYPES else None
+            nested = types[item_type] if doc_type in COLLECTION_TYPES else None
+            value = from_source(language, value, doc_type, item_type)
         allowed = expected[param]
         type_ok, is_variable = _type_check(value, allowed, kind, nested)
         if not type_ok:
@@ -229,14 +260,15 @@ def _find_doc(docs: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any]
     return next((d for d in docs if d["name"] == name), None)
 
 
-def _match_all(docs: Sequence[Mapping[str, Any]], calls: Sequence[ToolCall], truth: Sequence[Mapping[str, Any]]) -> bool:
+def _match_all(docs: Sequence[Mapping[str, Any]], calls: Sequence[ToolCall], truth: Sequence[Mapping[str, Any]],
+               language: str) -> bool:  # fmt: skip
     """TRAINING: a perfect matching of expected to model calls (augmenting paths), so any order of a
     correct answer passes; the official greedy matcher can fail one (`parallel_178`)."""
     def fits_one(expected: Mapping[str, Any], call: ToolCall) -> bool:
         (name, params), = expected.items()
         try:
-            return check_call(_find_doc(docs, name), call, params) is None
-        except (OfficialCrash, KeyError, IndexError, TypeError, AttributeError):  # a shape upstream cannot check
+            return check_call(_find_doc(docs, name), call, params, language) is None
+        except UPSTREAM_RAISES:  # a shape upstream cannot check
             return False
 
     fits = [[fits_one(t, c) for c in calls] for t in truth]
@@ -255,20 +287,20 @@ def _match_all(docs: Sequence[Mapping[str, Any]], calls: Sequence[ToolCall], tru
 
 
 def _ast_verdict(record_id: str, docs: Sequence[Mapping[str, Any]], calls: Sequence[ToolCall],
-                 truth: Sequence[Mapping[str, Any]], rules: str) -> tuple[float, str]:  # fmt: skip
+                 truth: Sequence[Mapping[str, Any]], rules: str, language: str) -> tuple[float, str]:  # fmt: skip
     """The official `ast_checker` dispatch: "parallel" in the category, then "multiple", else simple."""
     if "parallel" in record_id:
         if len(calls) != len(truth):
             return 0.0, f"parallel_function_checker_no_order:wrong_count: expected {len(truth)}, got {len(calls)}"
         if rules == "training":
-            return (1.0, "ok") if _match_all(docs, calls, truth) else (0.0, "no perfect matching of expected to model calls")
+            return (1.0, "ok") if _match_all(docs, calls, truth, language) else (0.0, "no perfect matching of expected to model calls")
         unmatched = list(range(len(calls)))
         for i, expected in enumerate(truth):  # QUIRK (greedy): the first passing model call is consumed
             (name, params), = expected.items()
             doc = _find_doc(docs, name)
             first_error = None
             for j in unmatched:  # stops at the first pass: a later call is never checked (nor can raise)
-                error = check_call(doc, calls[j], params)
+                error = check_call(doc, calls[j], params, language)
                 if error is None:
                     unmatched.remove(j)
                     break
@@ -286,13 +318,14 @@ def _ast_verdict(record_id: str, docs: Sequence[Mapping[str, Any]], calls: Seque
             return 0.0, f"simple_function_checker:wrong_count: expected 1, got {len(calls)}"
         # QUIRK (simple): the first offered doc is used and the answer's function name is ignored.
         doc, params = docs[0], next(iter(truth[0].values()))
-    error = check_call(doc, calls[0], params)
+    error = check_call(doc, calls[0], params, language)
     return (0.0, error) if error else (1.0, "ok")
 
 
-def verdict(record_id: str, docs: Sequence[Mapping[str, Any]], text: str,
-            truth: Sequence[Mapping[str, Any]] | None, rules: str = "official") -> tuple[float, str]:  # fmt: skip
-    """(reward, reason) for raw model text on one BFCL-v3 single-turn record.
+def verdict(record_id: str, docs: Sequence[Mapping[str, Any]], text: str, truth: Sequence[Mapping[str, Any]] | None,
+            rules: str = "official", language: str | None = None) -> tuple[float, str]:  # fmt: skip
+    """(reward, reason) for raw model text on one BFCL single-turn record; `language` defaults to
+    the one its id names (`simple_java_3` -> "java").
 
     QUIRK (irrelevance): a decode that fails, or finds no block, counts as "no call" and passes.
     TRAINING: any `<tool_call>` tag the decoder could not turn into a call fails the turn, in every
@@ -300,6 +333,9 @@ def verdict(record_id: str, docs: Sequence[Mapping[str, Any]], text: str,
     is not a correct one (upstream silently drops JSON that does not parse).
     """
     check_rules(rules)
+    language = language or language_of(str(record_id))
+    if language not in LANGUAGES:
+        raise ValueError(f"BFCL: language must be one of {', '.join(LANGUAGES)}; got {language!r}")
     decoded = decode_qwen_fc(text)
     if rules == "training" and (decoded.failure or decoded.attempts != len(decoded.calls)):
         bad = decoded.failure or f"{decoded.attempts - len(decoded.calls)} malformed <tool_call> block(s)"
@@ -315,6 +351,6 @@ def verdict(record_id: str, docs: Sequence[Mapping[str, Any]], text: str,
     if decoded.failure:
         return 0.0, f"ast_decoder:{decoded.failure}"
     try:
-        return _ast_verdict(record_id, docs, decoded.calls, truth, rules)
-    except (OfficialCrash, KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
+        return _ast_verdict(record_id, docs, decoded.calls, truth, rules, language)
+    except UPSTREAM_RAISES as exc:
         return 0.0, f"official_checker_raises: {type(exc).__name__}: {str(exc)[:200]}"
