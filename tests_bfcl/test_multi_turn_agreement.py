@@ -1,8 +1,11 @@
-"""Our BFCL-v3 multi-turn backends and checker (`rules="official"`) against the official bfcl-eval code.
+"""Our BFCL multi-turn backends and checker (`rules="official"`) against the official bfcl-eval code.
 
-Run by scripts/bfcl_check.sh in its own environment. For each of the 200 `multi_turn_base` tasks
-(all eight backends) this builds the ground-truth call sequence and systematic perturbations
-of it: every call dropped, duplicated, swapped with the next, moved to the next turn; every
+Run by scripts/bfcl_check.sh in its own environment. For each of the 200 tasks of `multi_turn_base`
+(v3 and v4 data) and of v4's `miss_func`, `miss_param` and `long_context` (all eight backends)
+this builds the ground-truth call sequence and systematic perturbations
+of it: every call dropped, duplicated, swapped with the next, moved to the next turn; a turn's
+calls made a turn early, instead of or as well as in their turn (so held-out functions are called
+before the turn that reveals them, and a miss_param turn acts on a guess); every
 argument given other values and types (strings for ints, ints for strings, None, lists, paths,
 "..", empty strings, NaN, words followed by "(" inside strings), dropped or joined by an
 unexpected one; logins removed; calls injected first and last from a per-class pool (`POOLS`:
@@ -17,9 +20,15 @@ of these. Each sequence is run
    agree, and so must every output the two checkers produced for the model's and the ground
    truth's calls.
 
+Per task, the user turns our episode sends (`end_turn()`) must equal the official inference loop's
+(`base_handler.inference_multi_turn_prompting`, the path of the Qwen FC handler: a miss_func reveal
+turn carries `DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING` with the held-out docs), and
+the names of the offered tools the official `load_dataset_entry` processing's (held-out ones removed).
+
 Calls reach upstream as its Qwen FC handler writes them (``name(k=repr(v),...)``). Every sequence
 runs as in a fresh Python process: instances left in `multi_turn_utils`' globals are dropped and
-`TwitterAPI.post_tweet`'s mutable default lists reset (a real run shares them across entries).
+`TwitterAPI.post_tweet`'s mutable default lists reset, and the long-context filler upstream writes
+into restored (a real run shares them across entries).
 `pytest -s` prints the counts and any residual disagreement by task id with its reason.
 """
 
@@ -39,11 +48,14 @@ from typing import Any
 import pytest
 
 checker_module = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
+from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING  # noqa: E402
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils  # noqa: E402
+from bfcl_eval.eval_checker.multi_turn_eval.func_source_code import long_context as official_filler  # noqa: E402
 from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api import TwitterAPI  # noqa: E402
+from bfcl_eval import utils as official_utils  # noqa: E402
 
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
-from envsched_lightning.envs.bfcl_multi_turn import MODEL_NAME, MultiTurnEnvironment, replay  # noqa: E402
+from envsched_lightning.envs.bfcl_multi_turn import CATEGORIES, MODEL_NAME, MultiTurnEnvironment, replay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or ROOT.parent / "shared" / "data")
@@ -54,11 +66,40 @@ KNOWN_RESIDUALS: dict[tuple[str, str], str] = {}
 
 
 # ---------------------------------------------------------------- official side
+FILLER = copy.deepcopy({k: v for k, v in vars(official_filler).items() if k.isupper()})
+
+
 def _fresh_process() -> None:
     """Forget what an earlier sequence left in upstream's process-wide state."""
     for name in [n for n in vars(multi_turn_utils) if n.endswith("_instance")]:
         del vars(multi_turn_utils)[name]
     TwitterAPI.post_tweet.__defaults__ = ([], [])
+    for name, saved in FILLER.items():  # in place: upstream's classes hold these very objects
+        live = getattr(official_filler, name)
+        if live != saved and isinstance(live, (dict, list)):
+            live.clear()
+            (live.update if isinstance(live, dict) else live.extend)(copy.deepcopy(saved))
+
+
+def _long_context(record: dict) -> bool:
+    """Upstream's rule, in its inference loop and its checker alike."""
+    category = record["id"].rsplit("_", 1)[0]
+    return "long_context" in category or "composite" in category
+
+
+def official_turns(records: list[dict], data_dir: Path, monkeypatch) -> dict[str, tuple[list[list[dict]], list[str]]]:
+    """Per id: the user turns upstream's prompting inference loop sends, and the offered tool names
+    (upstream's `load_dataset_entry` processing, reading the data folder's own function docs: v3's differ)."""
+    monkeypatch.setattr(official_utils, "MULTI_TURN_FUNC_DOC_PATH", data_dir / "multi_turn_func_doc")
+    entries = official_utils.add_language_specific_hint_to_function_doc(
+        official_utils.populate_test_cases_with_predefined_functions(copy.deepcopy(records)))
+    out = {}
+    for entry in entries:
+        held = entry.get("missed_function", {})
+        turns = [[{"role": "user", "content": DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING.format(functions=held[str(t)])}]
+                 if str(t) in held else messages for t, messages in enumerate(entry["question"])]  # fmt: skip
+        out[entry["id"]] = turns, [f["name"] for f in entry["function"]]
+    return out
 
 
 def _call_text(call: ToolCall) -> str:
@@ -72,7 +113,7 @@ def official_live(record: dict, model: list[list[ToolCall]]) -> list[list[str]]:
     for calls in model:
         results, _ = multi_turn_utils.execute_multi_turn_func_call(
             [_call_text(c) for c in calls], record["initial_config"], record["involved_classes"], MODEL_NAME,
-            record["id"], long_context=False, is_evaL_run=False,
+            record["id"], long_context=_long_context(record), is_evaL_run=False,
         ) if calls else ([], None)  # fmt: skip
         outputs.append(results)
     return outputs
@@ -92,7 +133,8 @@ def official_check(record: dict, truth_texts: list[list[str]], model: list[list[
     monkeypatch.setattr(checker_module, "execute_multi_turn_func_call", recording)
     try:
         steps = [[[_call_text(c) for c in calls]] if calls else [] for calls in model]
-        verdict = checker_module.multi_turn_checker(steps, truth_texts, copy.deepcopy(record), "multi_turn_base", MODEL_NAME)
+        verdict = checker_module.multi_turn_checker(steps, truth_texts, copy.deepcopy(record), record["id"].rsplit("_", 1)[0],
+                                                    MODEL_NAME)  # fmt: skip
     finally:
         monkeypatch.setattr(checker_module, "execute_multi_turn_func_call", real)
     model_out, truth_out = [], []
@@ -276,6 +318,14 @@ def systematic(record: dict, truth: list[list[ToolCall]], extra: list[ToolCall])
         out = _copy(truth)
         out[t][i] = ToolCall(call.name, {**call.arguments, "unexpected": 1})
         yield f"extra arg {t}.{i}", out
+    for t in range(1, len(truth)):  # a turn's calls made a turn early: instead of, or as well as, in their turn
+        if truth[t]:
+            out = _copy(truth)
+            out[t - 1] += out[t]
+            yield f"early {t}", out
+            out = _copy(out)
+            out[t] = []
+            yield f"only early {t}", out
     counter = record["initial_config"].get("TwitterAPI", {}).get("tweet_counter", 0)
     for t in range(len(truth)):  # after a turn that posts: post without mentions, mention it, post again
         posted = sum(c.name == "post_tweet" for turn in truth[: t + 1] for c in turn)
@@ -340,16 +390,16 @@ def random_combo(truth: list[list[ToolCall]], extra: list[ToolCall], rng: random
 
 
 # ---------------------------------------------------------------- the test
-def ours_live(env: MultiTurnEnvironment, task, model: list[list[ToolCall]]) -> tuple[list[list[str]], float, str]:
-    """Our episode played turn by turn: the texts the model reads, then the verdict."""
+def ours_live(env: MultiTurnEnvironment, task, model: list[list[ToolCall]]) -> tuple[list[list[str]], float, str, list]:
+    """Our episode played turn by turn: the texts the model reads, the verdict, and the user turns it sent."""
     episode = env.reset(task)
-    outputs = []
+    outputs, user_turns = [], [list(task.messages)]
     for t, calls in enumerate(model):
         outputs.append([r.content for r in episode.step(calls)] if calls else [])
         if t + 1 < len(model):
-            episode.end_turn()
+            user_turns.append(list(episode.end_turn() or []))
     verdict = episode.verify("")
-    return outputs, verdict.reward, verdict.reason
+    return outputs, verdict.reward, verdict.reason, user_turns
 
 
 def first_difference(ours: list[list[str]], theirs: list[list[str]]) -> str:
@@ -379,11 +429,15 @@ def data_root(request, tmp_path_factory) -> tuple[Path, str]:
     return root, version
 
 
-def test_verdicts_and_outputs_agree_with_the_official_code(data_root, monkeypatch, capsys) -> None:
+@pytest.mark.parametrize("category", CATEGORIES)
+def test_verdicts_and_outputs_agree_with_the_official_code(data_root, category, monkeypatch, capsys) -> None:
     root, version = data_root
-    env = MultiTurnEnvironment(root, version=version)
-    answer_file = env.data_dir / "possible_answer" / f"BFCL_{version}_multi_turn_base.json"
+    if version == "v3" and category != "base":
+        pytest.skip(f"multi_turn_{category} exists in v4 data only")
+    env = MultiTurnEnvironment(root, version=version, category=category)
+    answer_file = env.data_dir / "possible_answer" / f"BFCL_{version}_multi_turn_{category}.json"
     answers = {json.loads(line)["id"]: json.loads(line)["ground_truth"] for line in answer_file.open()}
+    prompts = official_turns([t.ground_truth["record"] for t in env.tasks()], env.data_dir, monkeypatch)
     counts: Counter[str] = Counter()
     residuals: list[tuple[str, str, str, str]] = []
     for task in env.tasks():
@@ -391,17 +445,24 @@ def test_verdicts_and_outputs_agree_with_the_official_code(data_root, monkeypatc
         if len(record["question"]) != len(truth):  # v3 multi_turn_base_154: 6 answer turns for 5 user turns.
             # Inference can only produce 5 turns, which upstream's checker fails ("force terminated"), as ours
             # does; handing that checker 6 model turns directly would compare with no run that can happen.
-            _, reward, reason = ours_live(env, task, truth)
+            _, reward, reason, _ = ours_live(env, task, truth)
             assert reward == 0.0 and "force terminated" in reason, (record["id"], reason)
             counts["unplayable records"] += 1
             continue
         tid, extra, rng = record["id"], pool(record), random.Random(record["id"])
+        their_turns, their_tools = prompts[tid]
+        if [t["function"]["name"] for t in env.tools_for(task)] != their_tools:
+            residuals.append((tid, "tools", f"offered {list(task.spec.tools)}, official {their_tools}", ""))
+        sent_turns = ours_live(env, task, truth)[3]
+        counts["user turns compared"] += len(their_turns)
+        if sent_turns != their_turns:
+            residuals.append((tid, "user turns", f"sent {str(sent_turns)[:300]}, official {str(their_turns)[:300]}", ""))
         seqs = list(systematic(record, truth, extra))
         seqs += [(f"random {k}", random_combo(truth, extra, rng)) for k in range(RANDOM_PER_TASK)]
         for variant, model in seqs:
             theirs_live = official_live(record, model)
             valid, theirs_model, theirs_truth = official_check(record, answers[tid], model, monkeypatch)
-            live, reward, reason = ours_live(env, task, model)
+            live, reward, reason, _ = ours_live(env, task, model)
             mine = replay(record, truth, model)
             problems = [] if (reward == 1.0) == valid else [f"verdict ours {reward} ({reason}), official {valid}"]
             for what, ours, theirs in (("live", live, theirs_live), ("checker model", mine.model_outputs, theirs_model),
@@ -415,7 +476,7 @@ def test_verdicts_and_outputs_agree_with_the_official_code(data_root, monkeypatc
                 calls = " | ".join(_call_text(c) for turn in model for c in turn)
                 residuals.append((tid, variant, "; ".join(problems), calls[:300]))
     with capsys.disabled():
-        print(f"\nmulti-turn agreement ({version}): {dict(counts)}; disagreements: {len(residuals)}")
+        print(f"\nmulti-turn agreement ({version} {category}): {dict(counts)}; disagreements: {len(residuals)}")
         for tid, variant, why, calls in residuals[:40]:
             print(f"  {tid} [{variant}] {why}\n      calls: {calls}")
     assert not residuals, f"{len(residuals)} disagreements, first: {residuals[0]}"

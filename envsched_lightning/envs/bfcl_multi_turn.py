@@ -1,4 +1,8 @@
-"""BFCL-v3 `multi_turn_base` on our own backends, scored and rendered as the official harness does.
+"""BFCL multi-turn categories on our own backends, scored and rendered as the official harness does.
+
+`base` (v3 or v4 data) and v4's `miss_func`, `miss_param` and `long_context` share one
+environment, `MultiTurnEnvironment(category=...)`; what differs is the data file and the few
+per-category rules upstream keys on the record id (see "Categories" below).
 
 Upstream (bfcl-eval 2026.3.23, `multi_turn_checker.py` + `multi_turn_utils.py`) runs the model's
 and the ground truth's calls on two instances of its Python classes; `backends/` re-implements the
@@ -38,6 +42,32 @@ Episodes span several user turns. The agent loop drives them through one extra m
 `MultiTurnEpisode.end_turn()`, called when the model answers without a tool call: it returns the
 next user messages, or None when the conversation is over. Ground-truth call strings such as
 ``mv(source='a', destination='b')`` are read with `ast.parse` and `ast.literal_eval` only.
+
+Categories (upstream's `base_handler` inference loops and `multi_turn_checker`):
+* ``miss_param``: data only; a turn that lacks a needed value has an empty ground truth, and the
+  next user turn supplies it. The checker treats it as any turn with an empty ground truth: not
+  checked, its calls still run (upstream defines `multi_turn_irrelevance_checker`, which would fail
+  any call there, but never calls it), so a call there fails only through the state or outputs
+  it leaves for later turns.
+* ``miss_func``: the record's ``missed_function`` ({turn: names}) holds functions out of the
+  offered docs until that turn, whose user message is empty in the data. Upstream's Qwen FC
+  handler (an OSS handler: multi-turn always through `inference_multi_turn_prompting`) never
+  recompiles the tool list of its system prompt; that turn's user message is
+  ``REVEAL_PROMPT.format(functions=<the held-out raw docs, a Python list repr>)``. We do the same:
+  `Task.tools` (the prompt's tools) lack the held-out functions for the whole episode, and
+  `end_turn()` returns that message at the reveal turn. This is also the only rendering that stays
+  append-only: a chat template puts tools in the system prompt before the first turn, so adding
+  them there mid-episode (what upstream's API FC path does, with the sentence alone) would rewrite
+  the prefix the model already conditioned on. Upstream executes every method of an involved
+  class, offered or not, so a held-out function called early runs (officially); the check then
+  judges only state and outputs, as for any call.
+* ``long_context``: every backend is loaded with ``long_context=True`` (upstream decides by
+  ``"long_context" in category`` of the id, at inference and in the checker alike); the
+  environment refuses to build when a backend's `load` has no such keyword.
+
+``rules="training"`` adds, for these categories: a held-out function is "unknown" until its reveal
+turn, and (upstream's unused `multi_turn_irrelevance_checker`) a call in a miss_func/miss_param
+turn whose ground truth is empty fails.
 """
 
 from __future__ import annotations
@@ -86,6 +116,25 @@ BLOCKED = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen
 CALLED_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")  # what upstream prefixes with the instance name
 MAX_NESTING = 200  # brackets inside a call's arguments from which upstream's `eval` cannot parse it
 INFERENCE, MODEL_EVAL, TRUTH_EVAL = "", "_eval", "_ground_truth_eval"  # upstream's instance-name roles
+CATEGORIES = ("base", "miss_func", "miss_param", "long_context")  # all but base exist in v4 data only
+REVEAL_PROMPT = "{functions}\nI have updated some more functions you can choose from. What about now?"
+"""Upstream's prompting-path user message of a miss_func reveal turn (`{functions}`: the held-out docs' list repr)."""
+
+
+def record_category(record: Mapping[str, Any]) -> str:
+    """The category as upstream reads it from the id (``multi_turn_miss_func_3`` -> ``multi_turn_miss_func``)."""
+    return str(record["id"]).rsplit("_", 1)[0]
+
+
+def is_long_context(record: Mapping[str, Any]) -> bool:
+    """Whether upstream loads this record's instances with ``long_context=True``."""
+    category = record_category(record)
+    return "long_context" in category or "composite" in category
+
+
+def lacks_long_context(classes: Sequence[str] = tuple(BACKENDS)) -> list[str]:
+    """The backend classes whose `load` takes no ``long_context`` keyword (their long-context mode is missing)."""
+    return [c for c in classes if "long_context" not in inspect.signature(BACKENDS[c].load).parameters]
 
 
 @functools.cache
@@ -149,23 +198,39 @@ class World:
 
     `role` picks upstream's instance names (`INFERENCE` live, `MODEL_EVAL`/`TRUTH_EVAL` in the
     checker); `shared` is handed to every backend (upstream's per-process state); `schemas` are
-    the offered docs, used to pre-check calls under ``rules="training"``.
+    every doc the conversation offers, used to pre-check calls under ``rules="training"``, where a
+    function of the record's ``missed_function`` stays unknown until `start_turn` reaches its turn.
     """
 
     def __init__(self, record: Mapping[str, Any], rules: str = "official", role: str = INFERENCE,
                  shared: dict[str, Any] | None = None, schemas: Sequence[Mapping[str, Any]] = ()) -> None:  # fmt: skip
         self.rules, self._schemas = check_rules(rules), list(schemas)
+        self._missed: Mapping[str, Sequence[str]] = record.get("missed_function") or {}
+        self.start_turn(0)
         shared = {} if shared is None else shared
+        options = {"long_context": True} if is_long_context(record) else {}
+        if options and (missing := lacks_long_context(record["involved_classes"])):
+            raise ValueError(f"record {record['id']!r} needs the backends' long-context mode, which "
+                             f"{', '.join(missing)} lack (their `load` takes no long_context keyword)")  # fmt: skip
         self.instances: dict[str, Backend] = {}
         self._owner: dict[str, Backend] = {}
         self._prefix: dict[str, str] = {}
         for cls in record["involved_classes"]:
             instance = BACKENDS[cls](rules, shared)
-            instance.load(copy.deepcopy(record["initial_config"].get(cls, {})))
+            instance.load(copy.deepcopy(record["initial_config"].get(cls, {})), **options)
             self.instances[cls] = instance
             name = re.sub(r"[-./:]", "_", f"{MODEL_NAME}{role}_{record['id']}_{cls}_instance")
             for tool in instance.tool_names:  # a later class wins a shared name, as upstream
                 self._owner[tool], self._prefix[tool] = instance, name
+
+    def start_turn(self, turn: int) -> None:
+        """Enter user turn `turn`: functions held out until a later turn stay unknown (training rules only)."""
+        self.hidden = {name for t, names in self._missed.items() if int(t) > turn for name in names}
+
+    @property
+    def offered(self) -> list[Mapping[str, Any]]:
+        """The docs offered so far: `schemas` less the functions still held out."""
+        return [s for s in self._schemas if s.get("function", s).get("name") not in self.hidden]
 
     def _mangle(self, value: Any) -> Any:
         """`value` after upstream's text rewrite of ``tool(`` inside its repr (strings only change)."""
@@ -188,7 +253,7 @@ class World:
         name = call.name
         try:
             if self.rules == "training":
-                invalid = validate_call(call, self._schemas) if self._schemas else None
+                invalid = validate_call(call, self.offered) if self._schemas else None
                 if invalid:
                     return ToolResult(name, f"Error: {invalid}", invalid)
                 arguments = dict(call.arguments)
@@ -237,7 +302,10 @@ def replay(record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]], model
         return result.content if rules == "official" else (result.name, result.content)
 
     seen: Counter[Any] = Counter()
+    no_call_turns = rules == "training" and any(c in record_category(record) for c in ("miss_func", "miss_param"))
     for t, (expected, made) in enumerate(zip(truth, model)):
+        model_world.start_turn(t)
+        truth_world.start_turn(t)
         made_results = [model_world.execute(c) for c in made]
         wanted = [truth_world.execute(c) for c in expected]
         model_out.append([r.content for r in made_results])
@@ -245,6 +313,8 @@ def replay(record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]], model
         seen.update(key(r) for r in made_results)
         if expected and not made:
             return Replay(Verdict(0.0, f"turn {t}: empty turn, ground truth makes {len(expected)} call(s)"), model_out, truth_out)
+        if not expected and made and no_call_turns:  # upstream's multi_turn_irrelevance_checker (unused there)
+            return Replay(Verdict(0.0, f"turn {t}: {len(made)} call(s) where the ground truth makes none"), model_out, truth_out)
         if not expected:
             continue  # upstream checks nothing after a turn whose ground truth is empty
         for cls, truth_instance in truth_world.instances.items():
@@ -264,11 +334,16 @@ def check_turns(record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]], 
 
 
 class MultiTurnEpisode(Episode):
-    """Executes model calls live (for the model to read) and re-checks the whole log at the end."""
+    """Executes model calls live (for the model to read) and re-checks the whole log at the end.
+
+    `user_turns`: each user turn's messages as upstream's inference sends them (default: the
+    record's questions); `schemas`: every doc the conversation offers (see `World`)."""
 
     def __init__(self, record: Mapping[str, Any], truth: Sequence[Sequence[ToolCall]],
-                 schemas: Sequence[Mapping[str, Any]] = (), rules: str = "official") -> None:  # fmt: skip
+                 schemas: Sequence[Mapping[str, Any]] = (), rules: str = "official",
+                 user_turns: Sequence[Sequence[Mapping[str, str]]] | None = None) -> None:  # fmt: skip
         self._record, self._truth, self._schemas, self._rules = record, truth, list(schemas), check_rules(rules)
+        self._user_turns = record["question"] if user_turns is None else user_turns
         self._world = World(record, rules, INFERENCE, None, schemas)
         self.turns: list[list[ToolCall]] = [[]]  # the calls made in each user turn so far
         self._steps = 0  # tool-calling steps in the current user turn
@@ -289,12 +364,17 @@ class MultiTurnEpisode(Episode):
 
     def end_turn(self) -> tuple[Mapping[str, str], ...] | None:
         """Close the current user turn; the next user turn's messages, or None when all are done."""
-        questions = self._record["question"]
-        if self._quit_turn is not None or len(self.turns) >= len(questions):
+        if self._quit_turn is not None or len(self.turns) >= len(self._user_turns):
             return None
         self.turns.append([])
         self._steps = 0
-        return tuple(questions[len(self.turns) - 1])
+        self._world.start_turn(len(self.turns) - 1)
+        return tuple(self._user_turns[len(self.turns) - 1])
+
+    @property
+    def offered(self) -> list[str]:
+        """Names of the functions offered so far: the prompt's tools plus those a user turn revealed."""
+        return [s.get("function", s)["name"] for s in self._world.offered]
 
     def verify(self, final_answer: str) -> Verdict:
         last = len(self._record["question"]) - 1
@@ -305,13 +385,27 @@ class MultiTurnEpisode(Episode):
 
 @register_env("bfcl_multi_turn_base")
 class MultiTurnEnvironment(Environment):
-    """BFCL multi_turn_base (v3 or v4 data: `version`, as `BfclEnvironment`), restricted to records whose
-    classes all have a backend."""
+    """One BFCL multi-turn category (`category`: base, miss_func, miss_param, long_context), restricted
+    to records whose classes all have a backend. base reads v3 or v4 data (`version`, as
+    `BfclEnvironment`); the others exist in v4 only."""
 
     name = "bfcl_multi_turn_base"
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, rules: str = "official", version: str = "auto") -> None:
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, rules: str = "official", version: str = "auto",
+                 category: str = "base") -> None:  # fmt: skip
+        if category not in CATEGORIES:
+            raise ValueError(f"unknown BFCL multi-turn category {category!r}; valid: {', '.join(CATEGORIES)}")
+        self.category, self.name = category, f"bfcl_multi_turn_{category}"
         self.data_dir, self.version = resolve_bfcl_dir(self.name, data_dir, version)
+        if category != "base" and self.version != "v4":
+            raise ValueError(f"environment {self.name!r}: multi_turn_{category} exists in BFCL v4 data only, but the "
+                             f"`data_dir` {str(data_dir)!r} resolved to {self.version} data ({self.data_dir}) with "
+                             f"`version` {version!r}: point `data_dir` at a folder holding bfcl_v4/ (`python -m "
+                             f"envsched_lightning.data fetch bfcl`) and leave `version` auto or v4")  # fmt: skip
+        if category == "long_context" and (missing := lacks_long_context()):
+            raise ValueError(f"environment {self.name!r}: the backends' long-context mode is missing ({', '.join(missing)}"
+                             f" `load` take no long_context keyword); upstream loads every class with "
+                             f"long_context=True for this category, so its outputs and verdicts would be wrong")  # fmt: skip
         self.rules = check_rules(rules)  # "official" for reported scores; "training" see the module docstring
 
     @cached_property
@@ -324,9 +418,10 @@ class MultiTurnEnvironment(Environment):
 
     @cached_property
     def _loaded(self) -> tuple[list[tuple[dict[str, Any], list[list[ToolCall]]]], list[str]]:
-        questions = read_jsonl(self.data_dir / f"BFCL_{self.version}_multi_turn_base.json",
-                               check=field_types(question=list, involved_classes=list, initial_config=dict))
-        answer_path = self.data_dir / "possible_answer" / f"BFCL_{self.version}_multi_turn_base.json"
+        stem = f"BFCL_{self.version}_multi_turn_{self.category}.json"
+        questions = read_jsonl(self.data_dir / stem,
+                               check=field_types(question=list, involved_classes=list, initial_config=dict))  # fmt: skip
+        answer_path = self.data_dir / "possible_answer" / stem
         answers = {a["id"]: a["ground_truth"] for a in read_jsonl(answer_path, check=field_types(ground_truth=list))}
         kept, excluded = [], []
         for q in questions:
@@ -346,9 +441,31 @@ class MultiTurnEnvironment(Environment):
         """Ids of records needing a class we have no backend for."""
         return list(self._loaded[1])
 
+    def _docs_of(self, record: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every function doc of the record's classes, in upstream's order (class by class, file order)."""
+        return [d for cls in record["involved_classes"] for d in self.docs[cls].values()]
+
+    def _user_turns(self, record: Mapping[str, Any]) -> list[tuple[Mapping[str, str], ...]]:
+        """Each user turn's messages as upstream's inference sends them: a miss_func reveal turn (empty
+        in the data) becomes `REVEAL_PROMPT` with the held-out raw docs, in `missed_function` order."""
+        by_name = {d["name"]: d for d in self._docs_of(record)}
+        turns = []
+        for t, messages in enumerate(record["question"]):
+            revealed = (record.get("missed_function") or {}).get(str(t))
+            if revealed is None:
+                turns.append(tuple(messages))
+                continue
+            if messages:  # upstream asserts this too
+                raise ValueError(f"record {record['id']}: turn {t} reveals functions but has a user message")
+            text = REVEAL_PROMPT.format(functions=[by_name[n] for n in revealed if n in by_name])
+            turns.append(({"role": "user", "content": text},))
+        return turns
+
     def _task(self, record: dict[str, Any], truth: list[list[ToolCall]]) -> Task:
         classes = record["involved_classes"]
-        docs = [d for cls in classes for d in self.docs[cls].values()]
+        held_out = {n for names in (record.get("missed_function") or {}).values() for n in names}
+        docs = [d for d in self._docs_of(record) if d["name"] not in held_out]  # the prompt's tools, all episode long
+        user_turns = self._user_turns(record)
         n_calls = sum(len(t) for t in truth)
         features = {
             "n_functions_offered": len(docs),
@@ -365,7 +482,7 @@ class MultiTurnEnvironment(Environment):
             verifier="bfcl_multi_turn_state_response", features=features, reward_type="binary",
         )  # fmt: skip
         return Task(
-            spec=spec, messages=tuple(record["question"][0]), ground_truth={"record": record, "calls": truth},
+            spec=spec, messages=user_turns[0], ground_truth={"record": record, "calls": truth, "user_turns": user_turns},
             max_turns=(MAX_STEPS_PER_TURN + 1) * len(record["question"]), tools=tuple(to_tool_schema(d) for d in docs),
         )  # fmt: skip
 
@@ -389,5 +506,18 @@ class MultiTurnEnvironment(Environment):
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [to_tool_schema(d) for cls in BACKENDS for d in self.docs[cls].values()]
 
+    def schemas(self, task: Task) -> list[dict[str, Any]]:
+        """Every doc the conversation offers: the prompt's tools plus the functions a later turn reveals."""
+        return [to_tool_schema(d) for d in self._docs_of(task.ground_truth["record"])]
+
     def reset(self, task: Task) -> Episode:
-        return MultiTurnEpisode(task.ground_truth["record"], task.ground_truth["calls"], self.tools_for(task), self.rules)
+        gt = task.ground_truth
+        return MultiTurnEpisode(gt["record"], gt["calls"], self.schemas(task), self.rules, gt["user_turns"])
+
+
+def _register(category: str) -> None:
+    register_env(f"bfcl_multi_turn_{category}")(lambda **options: MultiTurnEnvironment(category=category, **options))
+
+
+for _category in CATEGORIES[1:]:  # base is the class itself
+    _register(_category)

@@ -32,6 +32,8 @@ def environment(path: Path):
     if "data_dir" in node:
         if not DATA.is_dir():
             pytest.skip(f"benchmark data not found at {DATA}")
+        if path.stem.startswith("bfcl_multi_turn_") and "category" in node and not (DATA / "bfcl_v4").is_dir():
+            pytest.skip(f"{path.stem} needs BFCL v4 data, not at {DATA}")
         node.data_dir = str(DATA)
     if path.stem not in _ENVS:
         _ENVS[path.stem] = instantiate(node)

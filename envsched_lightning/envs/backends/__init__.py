@@ -44,8 +44,12 @@ class Backend:
         self._rules = check_rules(rules)
         self._shared: dict[str, Any] = {} if shared is None else shared
 
-    def load(self, config: Mapping[str, Any]) -> None:
-        """Set every state attribute from `config`, falling back to a deep copy of `defaults`."""
+    def load(self, config: Mapping[str, Any], long_context: bool = False) -> None:
+        """Set every state attribute from `config`, falling back to a deep copy of `defaults`.
+
+        `long_context` is upstream's ``_load_scenario(config, long_context=True)`` (the
+        multi_turn_long_context category): the backends whose official class pads its state or
+        answers with filler (`long_context_data`) override this; the others ignore it, as upstream's do."""
         for key, value in self.defaults.items():
             setattr(self, key, copy.deepcopy(config.get(key, value)))
 

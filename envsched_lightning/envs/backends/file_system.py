@@ -13,6 +13,13 @@ Official behaviours that look like bugs are kept, each marked "Quirk:" where it 
 * `cp` of a folder copies one level (`dict.copy()`): deeper folders and files are shared, so
   writing into the copy's files changes the original's; `cp` into a folder that already has the
   name raises (its "File exists" check looks up "dest/src" in the folder, which never matches).
+
+Long-context mode (``load(config, long_context=True)``, upstream's ``_load_scenario(...,
+long_context=True)``): every loaded file except upstream's `FILES_TAIL_USED` names (log.txt,
+report.txt, ...) gets a 3,251-character financial filler appended, and every folder without
+sub-folders (the root too, when it has none) gets 30 empty ``image_*.jpg`` files after its own
+entries (a scenario file of the same name makes loading raise ValueError, as upstream). The public
+`long_context` attribute is the flag, compared by the checker like the rest of the state.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import Backend
+from .long_context_data import FILE_CONTENT_EXTENSION, FILES_TAIL_USED, POPULATE_FILE_EXTENSION
 
 BAD_NAME_CHARS = '|/\\?%*:"><'
 
@@ -67,8 +75,8 @@ class GorillaFileSystem(Backend):
         "cat cd cp diff du echo find grep ls mkdir mv pwd rm rmdir sort tail touch wc".split()
     )
 
-    def load(self, config: Mapping[str, Any]) -> None:
-        self.long_context = False  # public upstream too (long-context categories only)
+    def load(self, config: Mapping[str, Any], long_context: bool = False) -> None:
+        self.long_context = long_context  # public upstream too, so the checker compares it
         self.root = Directory("/", None)
         if "root" in config:
             # Quirk: only the first top-level entry of the scenario's root is loaded.
@@ -77,11 +85,20 @@ class GorillaFileSystem(Backend):
         self._cwd = self.root
 
     def _load_dir(self, entries: Mapping[str, Any], into: Directory) -> Directory:
+        innermost = True
         for name, node in entries.items():
             if node["type"] == "directory":
+                innermost = False
                 into.contents[name] = self._load_dir(node["contents"], Directory(name, into))
             elif node["type"] == "file":
-                into.contents[name] = File(name, node["content"])
+                content = node["content"]
+                if self.long_context and name not in FILES_TAIL_USED:
+                    content += FILE_CONTENT_EXTENSION  # `+=` as upstream, whatever the content's type
+                into.contents[name] = File(name, content)
+        if innermost and self.long_context:
+            # A folder without sub-folders (an empty one too) gets the filler files; a clash raises.
+            for filler in POPULATE_FILE_EXTENSION:
+                into._add_file(filler)
         return into
 
     def _here(self) -> dict[str, File | Directory]:

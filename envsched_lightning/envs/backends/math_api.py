@@ -45,8 +45,9 @@ class MathAPI(Backend):
         "power round_number si_unit_conversion square_root standard_deviation subtract sum_values".split()
     )
 
-    def load(self, config: Mapping[str, Any]) -> None:
-        """Stateless upstream (`STATELESS_CLASSES`): the scenario is ignored, no attribute is compared."""
+    def load(self, config: Mapping[str, Any], long_context: bool = False) -> None:
+        """Stateless upstream (`STATELESS_CLASSES`): the scenario (and long-context mode) is ignored, no
+        attribute is compared."""
 
     def logarithm(self, value: float, base: float, precision: int) -> dict[str, Any]:
         try:

@@ -40,9 +40,9 @@ class MessageAPI(Backend):
         "current_user": None,
     }  # fmt: skip
 
-    def load(self, config: Mapping[str, Any]) -> None:
+    def load(self, config: Mapping[str, Any], long_context: bool = False) -> None:
         self._random = random.Random(config.get("random_seed", 200191))
-        super().load(config)
+        super().load(config)  # upstream has no long-context behaviour here
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
         if self._rules == "training" and name == "delete_message":

@@ -46,8 +46,8 @@ class TwitterAPI(Backend):
         "tweet_counter": 0,
     }
 
-    def load(self, config: Mapping[str, Any]) -> None:
-        super().load(config)
+    def load(self, config: Mapping[str, Any], long_context: bool = False) -> None:
+        super().load(config)  # upstream has no long-context behaviour here
         self.tweets = {int(k): v for k, v in self.tweets.items()}
 
     def _default_list(self, which: str) -> list[str]:

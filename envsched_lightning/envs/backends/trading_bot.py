@@ -4,7 +4,7 @@
 State (compared by the checker): `orders` (keyed by **int** id where the scenario's key is a
 digit string; other keys, such as the scenarios' stray ``"order_type": "Buy"``, stay as given),
 `account_info`, `authenticated`, `market_status`, `order_counter`, `stocks`, `watch_list`,
-`transaction_history`, and `long_context` (always False here). Defaults for keys the scenario
+`transaction_history`, and `long_context` (the flag `load` was given). Defaults for keys the scenario
 omits are upstream's: two orders, a 10000.0 balance, eleven stocks, NVDA watched, closed market.
 
 Time is simulated: "now" is 2024-09-01 10:30 (naive, local time). A deposit or withdrawal is
@@ -21,9 +21,14 @@ a list of one string and `get_order_history`/`get_transaction_history` a list of
 comparisons raise (TypeError, AttributeError, ValueError from `strptime`). `rules="training"`
 changes nothing here.
 
-Not implemented: upstream's `long_context` mode (extra moving averages, order metadata, watch
-list, transactions and sector stocks from `long_context.py`); that category is handled
-separately, and `long_context` stays False.
+Long-context mode (``load(config, long_context=True)``, upstream's ``_load_scenario(...,
+long_context=True)``) changes answers only, never the state: `get_stock_info` answers a copy of
+the stock with 2,000-value `MA(5)`/`MA(20)` lists, `get_order_details` a copy of the order with
+eight `metadata` paragraphs naming its symbol, `get_available_stocks` 1,000 more symbols per
+sector, `get_transaction_history` the 1,000 filler transactions after the matching ones (whatever
+the dates), and Quirk: `get_watchlist` a bare *list* (the watch list then 1,000 filler symbols and
+a final Ellipsis) instead of ``{"watchlist": [...]}``. The filler is upstream's
+(`long_context_data`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import Backend
+from .long_context_data import (
+    AUTOMOBILE_EXTENSION,
+    MA_5_EXTENSION,
+    MA_20_EXTENSION,
+    ORDER_DETAIL_EXTENSION,
+    TECHNOLOGY_EXTENSION,
+    TRANSACTION_HISTORY_EXTENSION,
+    WATCH_LIST_EXTENSION,
+)
 
 NOW = datetime(2024, 9, 1, 10, 30)  # upstream's fixed simulated time
 DEFAULT_SEED = 1053520
@@ -88,10 +102,10 @@ class TradingBot(Backend):
         "transaction_history": [],
     }  # fmt: skip
 
-    def load(self, config: Mapping[str, Any]) -> None:
+    def load(self, config: Mapping[str, Any], long_context: bool = False) -> None:
         super().load(config)
         self.orders = {int(k) if isinstance(k, str) and k.isdigit() else k: v for k, v in self.orders.items()}
-        self.long_context = False  # public upstream too, so the checker compares it
+        self.long_context = long_context  # public upstream too, so the checker compares it
         self._random = random.Random(config.get("random_seed", DEFAULT_SEED))
 
     def _timestamp(self) -> str:
@@ -132,10 +146,17 @@ class TradingBot(Backend):
     def get_stock_info(self, symbol: str) -> dict[str, Any]:
         if symbol not in self.stocks:
             return {"error": f"Stock with symbol '{symbol}' not found."}
+        if self.long_context:
+            stock = self.stocks[symbol].copy()
+            stock["MA(5)"], stock["MA(20)"] = MA_5_EXTENSION, MA_20_EXTENSION
+            return stock
         return self.stocks[symbol]  # Quirk: the live dict
 
     def get_available_stocks(self, sector: str) -> dict[str, list[str]]:
         sectors = {"Technology": ["AAPL", "GOOG", "MSFT", "NVDA"], "Automobile": ["TSLA", "F", "GM"]}
+        if self.long_context:
+            sectors["Technology"] += TECHNOLOGY_EXTENSION
+            sectors["Automobile"] += AUTOMOBILE_EXTENSION
         return {"stock_list": sectors.get(sector, [])}
 
     def filter_stocks_by_price(self, stocks: list[str], min_price: float, max_price: float) -> dict[str, list[str]]:
@@ -166,12 +187,21 @@ class TradingBot(Backend):
     def get_watchlist(self) -> Any:
         if not self.authenticated:
             return ["Error: " + _login_error("view the watchlist")]  # Quirk: a list, not a dict
+        if self.long_context:
+            watch = self.watch_list.copy()
+            watch.extend(WATCH_LIST_EXTENSION)
+            return watch  # Quirk: a bare list here too
         return {"watchlist": self.watch_list}
 
     # ------------------------------------------------------------------ orders
     def get_order_details(self, order_id: int) -> Any:
         if order_id not in self.orders:
             return {"error": f"Order with ID {order_id} not found.Here is the list of orders_id: {list(self.orders)}"}
+        if self.long_context:
+            order = self.orders[order_id].copy()  # a stray "Buy" entry raises AttributeError here
+            symbol = order["symbol"]
+            order["metadata"] = {key: text.format(symbol=symbol) for key, text in ORDER_DETAIL_EXTENSION.items()}
+            return order
         return self.orders[order_id]  # Quirk: the live entry, whatever it is (a stray "Buy" too)
 
     def cancel_order(self, order_id: int) -> dict[str, Any]:
@@ -243,4 +273,6 @@ class TradingBot(Backend):
         # Quirk: `end_date` means its midnight, so that day's own transactions are left out
         kept = [t for t in self.transaction_history
                 if start <= datetime.strptime(t["timestamp"], "%Y-%m-%d %H:%M:%S") <= end]  # fmt: skip
+        if self.long_context:
+            kept += TRANSACTION_HISTORY_EXTENSION  # unfiltered
         return {"transaction_history": kept}

@@ -3,19 +3,29 @@
 
 State (compared by the checker): `credit_card_list` (card id -> card dict with a `balance`),
 `booking_record` (booking id -> booking dict), `access_token`, `token_type`, `token_expires_in`,
-`token_scope`, `user_first_name`, `user_last_name`, `budget_limit`, and `long_context` (always
-False here). Every default is empty or None. Ids, tokens and new card balances are drawn from
+`token_scope`, `user_first_name`, `user_last_name`, `budget_limit`, and `long_context` (the flag
+`load` was given). Every default is empty or None. Ids, tokens and new card balances are drawn from
 `random.Random(seed)` in upstream's order (seed `random_seed`, default 141053): a 6-digit token per
 `authenticate_travel`, a 12-digit card id then a 5-digit balance per `register_credit_card`, a
 7-digit booking id then an 8-digit transaction id per `book_flight`, a 9-digit insurance id per
 `purchase_insurance`. Fares, airports and exchange rates are upstream's tables.
 
-Long-context mode (upstream's ``_load_scenario(..., long_context=True)``: extra cards and bookings
-from `long_context.py`, every route cached, the full history echoed by `book_flight`) is not
-implemented; `load` is the plain scenario load. Upstream's private fare cache
-(`_flight_cost_lookup`) is not kept: outside long-context mode `book_flight` always finds the fare
-it just computed, so nothing observable depends on it. Upstream's private `_set_card_balance` is
-not a tool and is not provided. `rules="training"` changes nothing here.
+Long-context mode (``load(config, long_context=True)``, upstream's ``_load_scenario(...,
+long_context=True)``): upstream's 22 filler cards and 16 filler bookings (`long_context_data`) are
+added after the scenario's, each only where the scenario has no entry of that id;
+`get_flight_cost` answers the fare of every route in upstream's table order (after the same route
+and class checks) at the asked class and date; `book_flight` answers the whole live
+`booking_record` as `booking_history` instead of ``{}``. Quirk: upstream inserts its module-level
+card dicts themselves, so a booking, refund or insurance on a filler card changes that card for
+every instance in the Python process: the model's and the ground truth's alike (the checker then
+sees equal balances), and every later entry. We share the filler cards through `Backend._shared`
+(one per checker run, one per episode), which reproduces a checker run's verdicts but not the
+leak from one entry into the next; under `rules="training"` each instance gets its own copies.
+
+Upstream's private fare cache (`_flight_cost_lookup`) is not kept: `book_flight` always finds the
+fare it has just computed (in long-context mode the cache holds every route at the booking's class
+and date), so nothing observable depends on it. Upstream's private `_set_card_balance` is not a
+tool and is not provided. Apart from the filler cards, `rules="training"` changes nothing here.
 
 Quirks kept (each marked `# Quirk:` below): a token check is `access_token == self.access_token`
 only, so before any login (token None) ``access_token=None`` passes, and a loaded token never
@@ -41,6 +51,7 @@ from datetime import datetime
 from typing import Any
 
 from . import Backend
+from .long_context_data import BOOKING_RECORD_EXTENSION, CREDIT_CARD_EXTENSION
 
 DEFAULT_SEED = 141053
 
@@ -56,8 +67,9 @@ CITY_AIRPORTS = {
     "Beijing": "PEK", "Hong Kong": "HKG", "Rome": "CIA", "Tokyo": "HND",
 }  # fmt: skip
 
-# One-way economy base fares in USD, "FROM TO fare TO fare ..." per line. Routes are directed:
-# the reverse of a listed route has no fare. (JFK->PVG is priced although PVG is not an airport.)
+# One-way economy base fares in USD, "FROM TO fare TO fare ..." per line, in upstream's table order
+# (long-context `get_flight_cost` lists them all in it). Routes are directed: the reverse of a
+# listed route has no fare. (JFK->PVG is priced although PVG is not an airport.)
 _FARES = """
 SFO LAX 200 JFK 500 ORD 400 BOS 450 RMS 300 SBK 350 MPC 370 SVP 320 SHD 330 SSV 340 OKD 360 WLB 310 CRH 380 ATV 390 PHV 420 GFD 430 CIA 700
 LAX SFO 100 JFK 600 ORD 500 BOS 550 RMS 310 SBK 320 MPC 330 SVP 340 SHD 350 SSV 360 OKD 370 WLB 380 CRH 390 ATV 400 PHV 410 GFD 420 HND 430
@@ -70,12 +82,13 @@ MPC SVP 210 SHD 220 SSV 230 OKD 240 WLB 250 CRH 260 ATV 270 PHV 280 GFD 290
 SVP SHD 230 SSV 240 OKD 250 WLB 260 CRH 270 ATV 280 PHV 290 GFD 300
 SHD SSV 220 OKD 230 WLB 240 CRH 250 ATV 260 PHV 270 GFD 280
 SSV OKD 240 WLB 250 CRH 260 ATV 270 PHV 280 GFD 290
-OKD WLB 230 CRH 240 ATV 250 PHV 260 GFD 270 LAX 220
+OKD WLB 230 CRH 240 ATV 250 PHV 260 GFD 270
 WLB CRH 250 ATV 260 PHV 270 GFD 280
 CRH ATV 240 PHV 250 GFD 260 SFO 270 RMS 280 HKG 290 JFK 300
 ATV PHV 230 GFD 240
 PHV GFD 220
 LHR CDG 100
+OKD LAX 220
 """
 
 
@@ -118,10 +131,19 @@ class TravelAPI(Backend):
         "budget_limit": None,
     }
 
-    def load(self, config: Mapping[str, Any]) -> None:
+    def load(self, config: Mapping[str, Any], long_context: bool = False) -> None:
         self._random = random.Random(config.get("random_seed", DEFAULT_SEED))
         super().load(config)
-        self.long_context = False  # public upstream too, so the checker compares it
+        self.long_context = long_context  # public upstream too, so the checker compares it
+        if long_context:
+            if self._rules == "official":  # Quirk: one set of filler cards for every instance (see above)
+                cards = self._shared.setdefault("TravelAPI.long_context.cards", deepcopy(CREDIT_CARD_EXTENSION))
+            else:
+                cards = deepcopy(CREDIT_CARD_EXTENSION)
+            for card_id, card in cards.items():
+                self.credit_card_list.setdefault(card_id, card)
+            for booking_id, booking in deepcopy(BOOKING_RECORD_EXTENSION).items():
+                self.booking_record.setdefault(booking_id, booking)
 
     def _token_error(self, access_token: Any) -> str | None:
         """Why a secured call is refused, or None."""
@@ -131,16 +153,20 @@ class TravelAPI(Backend):
             return "Invalid access token"
         return None
 
-    def _fare(self, travel_from: Any, travel_to: Any, travel_date: Any, travel_class: Any) -> float:
-        """The fare upstream computes, raising its ValueErrors (route first, then class)."""
+    def _scale(self, travel_from: Any, travel_to: Any, travel_date: Any, travel_class: Any) -> int:
+        """What the base fare is multiplied by, raising upstream's ValueErrors (route first, then class)."""
         if (travel_from, travel_to) not in BASE_FARES:
             raise ValueError("No available route for the given airports.")
-        base = BASE_FARES[(travel_from, travel_to)]
         factor = next((f for name, f in CLASS_FACTORS if travel_class == name), None)
         if factor is None:
             raise ValueError("Invalid travel class. Options are: economy, business, first.")
         digit_sum = sum(int(c) for c in travel_date if c.isdigit())
-        return float(base * factor * (2 if digit_sum % 2 == 0 else 1))  # Quirk: even digit sum doubles
+        return factor * (2 if digit_sum % 2 == 0 else 1)  # Quirk: even digit sum doubles
+
+    def _fare(self, travel_from: Any, travel_to: Any, travel_date: Any, travel_class: Any) -> float:
+        """The fare upstream computes (integers until the final float, as upstream's)."""
+        scale = self._scale(travel_from, travel_to, travel_date, travel_class)  # raises before the lookup
+        return float(BASE_FARES[(travel_from, travel_to)] * scale)
 
     def authenticate_travel(self, client_id: str, client_secret: str, refresh_token: str, grant_type: str,
                             user_first_name: str, user_last_name: str) -> dict[str, Any]:  # fmt: skip
@@ -178,6 +204,9 @@ class TravelAPI(Backend):
         return {"card_id": card_id}
 
     def get_flight_cost(self, travel_from: str, travel_to: str, travel_date: str, travel_class: str) -> dict[str, list[float]]:
+        if self.long_context:  # every route, at this class and date
+            scale = self._scale(travel_from, travel_to, travel_date, travel_class)
+            return {"travel_cost_list": [float(base * scale) for base in BASE_FARES.values()]}
         return {"travel_cost_list": [self._fare(travel_from, travel_to, travel_date, travel_class)]}
 
     def get_credit_card_balance(self, access_token: str, card_id: str) -> dict[str, Any]:
@@ -229,7 +258,9 @@ class TravelAPI(Backend):
             "travel_cost": cost,
             "transaction_id": transaction_id,
         }
-        return {"booking_id": booking_id, "transaction_id": transaction_id, "booking_status": True, "booking_history": {}}
+        history = self.booking_record if self.long_context else {}  # the live dict, as upstream
+        return {"booking_id": booking_id, "transaction_id": transaction_id, "booking_status": True,
+                "booking_history": history}  # fmt: skip
 
     def retrieve_invoice(self, access_token: str, booking_id: str | None = None,
                          insurance_id: str | None = None) -> dict[str, Any]:  # fmt: skip

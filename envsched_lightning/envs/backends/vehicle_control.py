@@ -4,7 +4,8 @@
 State (compared by the checker): `fuelLevel`, `batteryVoltage`, `engine_state`,
 `remainingUnlockedDoors`, `doorStatus`, `acTemperature`, `fanSpeed`, `acMode`, `humidityLevel`,
 `headLightStatus`, `parkingBrakeStatus`, `brakePedalStatus`, `distanceToNextVehicle`,
-`cruiseStatus`, `destination`, the four `*TirePressure`s and `long_context` (always False here).
+`cruiseStatus`, `destination`, the four `*TirePressure`s and `long_context` (the flag `load` was
+given).
 The parking brake force, slope angle and brake pedal force are private upstream (not compared),
 yet `displayCarStatus` shows them. A scenario names some keys differently from the attributes
 (``engineState``, ``parkingBrakeForce``, ``slopeAngle``, ``brakePedalForce``); `defaults` is keyed
@@ -26,9 +27,15 @@ temperature as given, not in Celsius; releasing the parking brake sets the slope
 when the speed is then refused; `set_navigation` stores the destination before building its
 answer; `displayCarStatus("doors")` answers the live `doorStatus` dict.
 
-Not implemented: upstream's ``long_context=True`` mode (long weather, car metadata, parking
-instructions and intermediary cities from its long_context.py); `load` is upstream's
-``_load_scenario(scenario, long_context=False)``. ``rules="training"`` behaves as "official".
+Long-context mode (``load(config, long_context=True)``, upstream's ``_load_scenario(...,
+long_context=True)``) changes answers only: `displayCarStatus` puts a 6,503-character car
+`metadata` text first (an invalid option too), `check_tire_pressure` answers that text as
+`car_info`, `activateParkingBrake` (engage or release) puts a 9,710-character
+`parkingBrakeInstruction` first, `estimate_distance` adds 826 `intermediaryCities` (to its error
+too), and `get_outside_temperature_from_google` answers 15 days of past weather with the drawn
+`outsideTemperature` last (upstream writes it into its module-level dict and returns that dict;
+nothing else reads it). The filler is upstream's (`long_context_data`).
+``rules="training"`` behaves as "official".
 """
 
 from __future__ import annotations
@@ -39,6 +46,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import Backend
+from .long_context_data import (
+    CAR_STATUS_METADATA_EXTENSION,
+    INTERMEDIARY_CITIES,
+    LONG_WEATHER_EXTENSION,
+    PARKING_BRAKE_INSTRUCTION,
+)
 
 MAX_FUEL_LEVEL = 50  # gallons; an int upstream
 MIN_FUEL_LEVEL = 0.0
@@ -97,15 +110,15 @@ class VehicleControlAPI(Backend):
     }
     DEFAULT_SEED = 141053
 
-    def load(self, config: Mapping[str, Any]) -> None:
-        """Upstream's `_load_scenario(config, long_context=False)`, reading the scenario's key names."""
+    def load(self, config: Mapping[str, Any], long_context: bool = False) -> None:
+        """Upstream's `_load_scenario(config, long_context)`, reading the scenario's key names."""
         self._random = random.Random(config.get("random_seed", self.DEFAULT_SEED))
         for key, value in self.defaults.items():
             setattr(self, ATTRIBUTE.get(key, key), copy.deepcopy(config.get(key, value)))
         # Quirk: the scenario's count is ignored; any key beyond the four doors still counts against 4.
         locked = [1 for door in self.doorStatus.keys() if self.doorStatus[door] == "locked"]
         self.remainingUnlockedDoors = 4 - len(locked)
-        self.long_context = False
+        self.long_context = long_context
 
     # ----------------------------------------------------------------------------- engine and fuel
     def startEngine(self, ignitionMode: str) -> dict[str, Any]:
@@ -163,8 +176,9 @@ class VehicleControlAPI(Backend):
         self.parkingBrakeStatus = "engaged" if engage else "released"
         self._parkingBrakeForce = 500.0 if engage else 0.0
         self._slopeAngle = 10.0  # Quirk: releasing sets the slope too
-        return {"parkingBrakeStatus": self.parkingBrakeStatus, "_parkingBrakeForce": self._parkingBrakeForce,
-                "_slopeAngle": 10.0}  # fmt: skip
+        answer = {"parkingBrakeInstruction": PARKING_BRAKE_INSTRUCTION} if self.long_context else {}
+        return answer | {"parkingBrakeStatus": self.parkingBrakeStatus, "_parkingBrakeForce": self._parkingBrakeForce,
+                         "_slopeAngle": 10.0}  # fmt: skip
 
     def pressBrakePedal(self, pedalPosition: float) -> dict[str, Any]:
         if not (0 <= pedalPosition <= 1):
@@ -219,6 +233,10 @@ class VehicleControlAPI(Backend):
         return {"headlightStatus": self.headLightStatus}
 
     def displayCarStatus(self, option: str) -> dict[str, Any]:
+        metadata = {"metadata": CAR_STATUS_METADATA_EXTENSION} if self.long_context else {}
+        return metadata | self._status(option)
+
+    def _status(self, option: str) -> dict[str, Any]:
         if option == "fuel":
             return {"fuelLevel": self.fuelLevel}
         if option == "battery":
@@ -251,15 +269,18 @@ class VehicleControlAPI(Backend):
             "rearLeftTirePressure": self.rearLeftTirePressure,
             "rearRightTirePressure": self.rearRightTirePressure,
             "healthy_tire_pressure": 30 <= total / 4 <= 35,
-            "car_info": {},
+            "car_info": CAR_STATUS_METADATA_EXTENSION if self.long_context else {},
         }
 
     def find_nearest_tire_shop(self) -> dict[str, str]:
         return {"shopLocation": "456 Oakwood Avenue, Rivermist, 83214"}
 
     # ----------------------------------------------------------------------------- outside world
-    def get_outside_temperature_from_google(self) -> dict[str, float]:
-        return {"outsideTemperature": self._random.uniform(-10.0, 40.0)}
+    def get_outside_temperature_from_google(self) -> dict[str, Any]:
+        # Quirk: upstream writes the temperature into its module-level weather dict and answers that
+        # dict itself; a fresh merged dict reads the same (the key lands last the first time, stays there).
+        weather = LONG_WEATHER_EXTENSION if self.long_context else {}
+        return weather | {"outsideTemperature": self._random.uniform(-10.0, 40.0)}
 
     def get_outside_temperature_from_weather_com(self) -> dict[str, int]:
         return {"error": 404}
@@ -269,10 +290,12 @@ class VehicleControlAPI(Backend):
         return {"zipcode": next((code for name, code in ZIPCODES if city == name), "00000")}
 
     def estimate_distance(self, cityA: str, cityB: str) -> dict[str, Any]:
-        for a, b, km in DISTANCES:
-            if (cityA == a and cityB == b) or (cityA == b and cityB == a):
-                return {"distance": km}
-        return {"error": "distance not found in database."}
+        found = next(({"distance": km} for a, b, km in DISTANCES
+                      if (cityA == a and cityB == b) or (cityA == b and cityB == a)), None)  # fmt: skip
+        answer = found or {"error": "distance not found in database."}
+        if self.long_context:
+            answer["intermediaryCities"] = INTERMEDIARY_CITIES
+        return answer
 
     def set_navigation(self, destination: str) -> dict[str, str]:
         self.destination = destination  # Quirk: stored before the answer is built (a non-string raises after)
