@@ -68,3 +68,9 @@ def test_inspect_reads_benchmark_data_from_the_flag_or_envsched_data(capsys, mon
     assert "tau_retail" in capsys.readouterr().out
     monkeypatch.setenv("ENVSCHED_DATA", str(shared_data))
     assert main(["bfcl_simple"]) == 0
+
+
+@pytest.mark.parametrize("name", ["bfcl_web_search_base", "bfcl_memory_kv", "bfcl_format_sensitivity"])
+def test_upstream_categories_without_support_are_refused_by_name_with_the_reason(name):
+    with pytest.raises(ValueError, match=rf"environment '{name}' is not supported: BFCL's"):
+        make_env(name)
