@@ -412,23 +412,6 @@ def first_difference(ours: list[list[str]], theirs: list[list[str]]) -> str:
     return f"{len(ours)} turns, official {len(theirs)}"
 
 
-@pytest.fixture(scope="module", params=["v3", "v4"])
-def data_root(request, tmp_path_factory) -> tuple[Path, str]:
-    """(data root, version): v3 from the data folder; v4 as `python -m envsched_lightning.data fetch bfcl` writes it."""
-    version = request.param
-    if version == "v3":
-        if not (DATA / "bfcl_v3").is_dir():
-            pytest.skip(f"benchmark data not found at {DATA}")
-        return DATA, version
-    if (DATA / "bfcl_v4").is_dir():
-        return DATA, version
-    from envsched_lightning.data import fetch
-
-    root = tmp_path_factory.mktemp("data")
-    fetch("bfcl", root, quiet=True)  # the pinned bfcl-eval wheel, through pip
-    return root, version
-
-
 @pytest.mark.parametrize("category", CATEGORIES)
 def test_verdicts_and_outputs_agree_with_the_official_code(data_root, category, monkeypatch, capsys) -> None:
     root, version = data_root
