@@ -78,11 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             options = {"data_dir": args.data}
         try:
             rows.append(summarize(make_env(name, **options)))
-        except (ValueError, TypeError, FileNotFoundError) as e:
-            print(f"{name}: cannot build ({e})", file=sys.stderr)
-            return 2
+        except Exception as e:  # noqa: BLE001 - any environment that cannot be built is reported by name
+            print(f"{name}: cannot build ({type(e).__name__}: {e})", file=sys.stderr)
+            if not args.all:  # a name asked for is an error; --all lists what the data at hand allows
+                return 2
     print(format_table(rows))
-    return 0
+    return 0 if rows else 2
 
 
 if __name__ == "__main__":

@@ -74,3 +74,11 @@ def test_inspect_reads_benchmark_data_from_the_flag_or_envsched_data(capsys, mon
 def test_upstream_categories_without_support_are_refused_by_name_with_the_reason(name):
     with pytest.raises(ValueError, match=rf"environment '{name}' is not supported: BFCL's"):
         make_env(name)
+
+
+def test_inspect_all_lists_what_the_data_allows_and_names_what_it_cannot_build(capsys, shared_data):
+    """v3 data holds no miss_func category: --all lists the rest and says why that one is missing."""
+    assert main(["--all", "--data", str(shared_data)]) == 0
+    captured = capsys.readouterr()
+    assert "bfcl_multi_turn_base" in captured.out and "banking" in captured.out
+    assert "bfcl_multi_turn_miss_func: cannot build" in captured.err
