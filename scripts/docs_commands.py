@@ -51,6 +51,7 @@ class Rule:
     pattern: str  # regex searched in the command
     extra: str | None  # appended to the command; None: skip
     why: str  # what the extra does, or why the command is skipped
+    rewrite: tuple[tuple[str, str], ...] = ()  # (text in the docs, what runs instead: a placeholder or "{tmp}/...")
 
     def matches(self, command: str) -> bool:
         return re.search(self.pattern, command) is not None
@@ -98,6 +99,8 @@ RULES = [
     Rule(r"envsched_lightning\.data fetch (all|acebench|tau_bench)", None,
          "GitHub archives, unreachable from CI; tests/test_data_fetch.py serves the same archives on 127.0.0.1"),
     Rule(r"envsched_lightning\.data fetch bfcl", "--to {tmp}/data", "the real wheel, into a scratch folder"),
+    Rule(r"envsched_lightning\.checkpoints convert", "", "converts the checkpoint `python train.py` wrote",
+         rewrite=(("old/last.ckpt", CKPT_PLACEHOLDER), ("new/last.ckpt", "{tmp}/new/last.ckpt"))),
     Rule(r"-m envsched_lightning\.", "", "as written"),
 ]
 # commands that read benchmark data (BFCL, ACEBench, tau-bench environments) need ENVSCHED_DATA; the
@@ -119,15 +122,27 @@ def doc_commands() -> list[tuple[str, str]]:
     return found
 
 
+def rule_for(command: str) -> Rule | None:
+    return next((r for r in RULES if r.matches(command)), None)
+
+
+def rewritten(command: str, run_dir: Path) -> str:
+    """`command` with its rule's example paths replaced (by placeholders an earlier command fills)."""
+    rule = rule_for(command)
+    for shown, runs in rule.rewrite if rule else ():
+        command = command.replace(shown, runs.format(tmp=run_dir))
+    return command
+
+
 def planned(command: str, run_dir: Path, produced: dict[str, str]) -> tuple[Rule | None, str]:
     """The rule for `command` and the command line to run (placeholders filled, shrunk, outputs in `run_dir`)."""
-    rule = next((r for r in RULES if r.matches(command)), None)
+    rule = rule_for(command)
     if rule is None or rule.extra is None:
         return rule, command
     if command.startswith("make train"):
         return rule, f'{command} ARGS="{rule.extra} hydra.run.dir={run_dir}"'
 
-    run = command
+    run = rewritten(command, run_dir)
     for placeholder, path in produced.items():
         run = run.replace(placeholder, path)
     run = f"{run} {rule.extra.format(tmp=run_dir)}".strip()
@@ -170,9 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     produced: dict[str, str] = {}  # placeholder -> a path an earlier command (its PRODUCERS entry) wrote
     failures, rows, seen = 0, Rows(), set()
     selected = [(f, c) for f, c in commands if not args.only or args.only in c]
-    needed = {p for _, c in selected for p in PLACEHOLDERS if p in c}  # --only keeps what fills its placeholders
+    needed = {p for _, c in selected for p in PLACEHOLDERS if p in rewritten(c, tmp)}  # --only keeps their producers
     selected += [(f, c) for f, c in commands if (f, c) not in selected and any(PRODUCERS[p](c) for p in needed)]
-    for source, command in sorted(selected, key=lambda fc: any(p in fc[1] for p in PLACEHOLDERS)):  # users last
+    for source, command in sorted(selected, key=lambda fc: any(p in rewritten(fc[1], tmp) for p in PLACEHOLDERS)):
         if command in seen:
             continue
         seen.add(command)
