@@ -147,7 +147,7 @@ def write_outputs(out_dir: Path, header: str, scores: Any, episodes: list, meta:
     for e in episodes:
         turns = [m["content"] for m in e.messages if m["role"] == "assistant"]
         record = {"id": e.task_key.removeprefix(f"{e.env}/"), "env": e.env, "turns": turns, "reward": e.reward,
-                  "reason": e.reason, "truncated": e.truncated}  # fmt: skip
+                  "reason": e.reason, "truncated": e.truncated} | ({"scores": dict(e.scores)} if e.scores else {})  # fmt: skip
         per_env.setdefault(e.env, []).append(json.dumps(record) + "\n")
     (out_dir / "outputs").mkdir(exist_ok=True)
     for env, lines in per_env.items():
@@ -160,7 +160,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     set_torch_threads(cfg.get("torch_threads"))
     import torch
 
-    from envsched_lightning.evaluation import PROMPT_TOO_LONG, aggregate, greedy_rollouts
+    from envsched_lightning.evaluation import PROMPT_TOO_LONG, aggregate, benchmark_metrics, greedy_rollouts, metrics_markdown
     from envsched_lightning.leaderboard import bfcl_overall
     from envsched_lightning.rollout import HFEngine
 
@@ -215,6 +215,9 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         meta["bfcl_leaderboard"] = board.as_dict() | {"data": versions}
         extra = (f"\n\nBFCL overall as the leaderboard computes it (bfcl-eval 2026.3.23's weights; data "
                  f"{'/'.join(versions)}):\n\n{board.markdown()}")  # fmt: skip
+    if official_metrics := benchmark_metrics(episodes):  # e.g. ACEBench-Agent's end-state and process accuracy
+        meta["benchmark_metrics"] = official_metrics
+        extra += f"\n\nThe benchmarks' own metrics (mean per environment):\n\n{metrics_markdown(official_metrics)}"
     paths = write_outputs(Path(cfg.output_dir), header, scores, episodes, meta)
     if extra:
         with open(paths["markdown"], "a") as fh:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -33,7 +33,9 @@ from envsched_lightning.rollout import (
     run_agent_loop,
 )
 
-BENCHMARK_PREFIXES: tuple[tuple[str, str], ...] = (("bfcl_", "bfcl"), ("acebench_", "acebench"), ("tau_", "tau_bench"))
+BENCHMARK_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("bfcl_", "bfcl"), ("acebench_agent_", "acebench_agent"), ("acebench_", "acebench"), ("tau_", "tau_bench"),
+)  # fmt: skip  (first match wins)
 BUILTIN = "worlds"
 
 
@@ -42,6 +44,22 @@ def benchmark_of(env_name: str) -> str:
     return next((name for prefix, name in BENCHMARK_PREFIXES if env_name.startswith(prefix)), BUILTIN)
 
 
+def benchmark_metrics(episodes: Iterable[EpisodeRecord]) -> dict[str, dict[str, float]]:
+    """Per environment, the mean of each metric its verifier reports besides the reward (`Verdict.scores`,
+    e.g. ACEBench-Agent's end-state and process accuracy); environments without any are left out."""
+    sums: dict[str, dict[str, list[float]]] = {}
+    for e in episodes:
+        for metric, value in (e.scores or {}).items():
+            sums.setdefault(e.env, {}).setdefault(metric, []).append(float(value))
+    return {env: {m: sum(v) / len(v) for m, v in metrics.items()} for env, metrics in sums.items()}
+
+
+def metrics_markdown(metrics: Mapping[str, Mapping[str, float]]) -> str:
+    """`benchmark_metrics` as a table: one row per environment, one column per metric."""
+    names = sorted({m for per_env in metrics.values() for m in per_env})
+    rows = [f"| {env} | " + " | ".join(f"{per_env[m]:.3f}" if m in per_env else "" for m in names) + " |"
+            for env, per_env in metrics.items()]  # fmt: skip
+    return "\n".join([f"| env | {' | '.join(names)} |", "|---|" + "---|" * len(names), *rows])
 
 
 def greedy_rollouts(

@@ -165,6 +165,20 @@ def test_benchmark_category_with_limit(shared_data, tmp_path):
     assert all(not e.reason.startswith(PROMPT_TOO_LONG) for e in out["episodes"])
 
 
+def test_acebench_agent_reports_end_state_and_process_accuracy(shared_data, tmp_path):
+    out = evaluate(compose_cfg("evaluate", "env=[acebench_agent_multi_step,acebench_agent_multi_turn]", "limit=1",
+                               f"env.acebench_agent_multi_step.data_dir={shared_data}",
+                               f"env.acebench_agent_multi_turn.data_dir={shared_data}",
+                               "model.grpo.max_seq_len=4096", *FAST, f"output_dir={tmp_path}"))  # fmt: skip
+    assert [b.name for b in out["scores"].benchmarks] == ["acebench_agent"]
+    metrics = json.loads((tmp_path / "scores.json").read_text())["benchmark_metrics"]
+    assert set(metrics) == {"acebench_agent_multi_step", "acebench_agent_multi_turn"}
+    assert all(set(m) == {"end_state", "process"} for m in metrics.values())
+    assert "The benchmarks' own metrics" in (tmp_path / "scores.md").read_text()
+    line = json.loads((tmp_path / "outputs" / "acebench_agent_multi_turn.jsonl").read_text().splitlines()[0])
+    assert line["scores"]["end_state"] == line["reward"] and "process" in line["reason"]
+
+
 def test_labelled_unofficial_run(shared_data, tmp_path):
     out = evaluate(compose_cfg("evaluate", "env=[bfcl_simple]", f"env.bfcl_simple.data_dir={shared_data}",
                                "env.bfcl_simple.rules=training", "allow_training_rules=true", "limit=1",

@@ -44,6 +44,7 @@ class Verdict:
 
     reward: float
     reason: str
+    scores: Mapping[str, float] = field(default_factory=dict)  # a benchmark's official metrics, reported by evaluate.py
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,24 @@ class Episode(ABC):
         results = [bounded(r) for r in results]
         return parsed, results + (self.reject(parsed.errors) if parsed.errors else [])
 
+    def end_turn(self, answer: str = "") -> Sequence[Mapping[str, str]] | None:
+        """The messages that answer a model turn without tool calls (a user's next turn), or None: the episode is over.
+
+        Single-turn tasks end at the answer; multi-turn tasks override this (`answer`: the model's text)."""
+        return None
+
     def stats(self) -> dict[str, float]:
         """Counters for logging (e.g. invalid calls); empty unless the episode keeps any."""
         return {}
+
+
+def next_turn(episode: Episode, answer: str) -> tuple[list[dict[str, str]] | None, str | None]:
+    """`episode.end_turn(answer)` as chat messages, and why it failed if it raised (the episode then ends)."""
+    try:
+        nxt = episode.end_turn(answer)
+    except Exception as exc:  # noqa: BLE001 - a broken task ends its episode, not the batch
+        return None, f"end_turn failed: {type(exc).__name__}: {str(exc)[:120]}"
+    return ([{"role": str(m["role"]), "content": str(m["content"])} for m in nxt] if nxt else None), None
 
 
 class Environment(ABC):

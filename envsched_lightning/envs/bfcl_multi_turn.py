@@ -362,7 +362,7 @@ class MultiTurnEpisode(Episode):
             self._quit_turn = len(self.turns) - 1
         return results
 
-    def end_turn(self) -> tuple[Mapping[str, str], ...] | None:
+    def end_turn(self, answer: str = "") -> tuple[Mapping[str, str], ...] | None:
         """Close the current user turn; the next user turn's messages, or None when all are done."""
         if self._quit_turn is not None or len(self.turns) >= len(self._user_turns):
             return None

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .base import Environment, Task, Verdict
+from .base import Environment, Task, Verdict, next_turn
 from .registry import builtin_env_names, make_env
 
 
@@ -122,13 +122,9 @@ def replay(env: Environment, task: Task, texts: Sequence[str]) -> tuple[Verdict,
         parsed, _ = episode.turn(text)
         answer = parsed.content
         if not parsed.calls and not parsed.errors:
-            end_turn = getattr(episode, "end_turn", None)
-            nxt = None
-            if callable(end_turn):
-                try:
-                    nxt = end_turn()
-                except Exception as exc:  # noqa: BLE001 - as the agent loop: a broken task ends its episode
-                    answer = f"{answer}\n[end_turn failed: {type(exc).__name__}: {str(exc)[:120]}]"
+            nxt, failed = next_turn(episode, answer)
+            if failed:  # as the agent loop: a broken task ends its episode
+                answer = f"{answer}\n[{failed}]"
             if not nxt or played >= task.max_turns:
                 break
         elif played >= task.max_turns:

@@ -33,7 +33,7 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
-from envsched_lightning.envs.base import Environment, Episode, Task, Verdict
+from envsched_lightning.envs.base import Environment, Episode, Task, Verdict, next_turn
 from envsched_lightning.envs.time_limit import DEFAULT_TOOL_TIME_LIMIT
 from envsched_lightning.envs.tool_formats import translate
 
@@ -133,16 +133,11 @@ def _ended(completion: Completion, renderer: ChatRenderer) -> bool:
 
 
 def _next_user_turn(ep: _Running) -> list[dict[str, str]] | None:
-    """The task's next user messages after an answer (multi-turn tasks: ``episode.end_turn()``), or None."""
-    end_turn = getattr(ep.episode, "end_turn", None)
-    if not callable(end_turn):
-        return None
-    try:
-        nxt = end_turn()
-    except Exception as exc:  # noqa: BLE001 - a broken task ends its episode, not the batch
-        ep.final_answer = f"{ep.final_answer}\n[end_turn failed: {type(exc).__name__}: {str(exc)[:120]}]"
-        return None
-    return [{"role": str(m["role"]), "content": str(m["content"])} for m in nxt] if nxt else None
+    """The task's next user messages after an answer (multi-turn tasks: ``episode.end_turn(answer)``), or None."""
+    nxt, failed = next_turn(ep.episode, ep.final_answer)
+    if failed:
+        ep.final_answer = f"{ep.final_answer}\n[{failed}]"
+    return nxt
 
 
 CONTEXT_FULL = "context full"
@@ -170,7 +165,7 @@ def checked_verdict(episode: Episode, final_answer: str) -> Verdict:
         return Verdict(0.0, f"{INVALID_REWARD}: verifier raised {type(exc).__name__}: {str(exc)[:200]}")
     if not math.isfinite(reward) or not 0.0 <= reward <= 1.0:
         return Verdict(0.0, f"{INVALID_REWARD}: {reward!r} outside [0, 1] ({str(verdict.reason)[:200]})")
-    return Verdict(reward, str(verdict.reason))
+    return Verdict(reward, str(verdict.reason), dict(getattr(verdict, "scores", None) or {}))
 
 
 def rollout_episodes(
@@ -208,13 +203,13 @@ def rollout_episodes(
 def _finish(ep: _Running) -> EpisodeRecord:
     verdict = Verdict(0.0, ep.unplayable) if ep.unplayable else checked_verdict(ep.episode, ep.final_answer)
     if ep.cut:  # the verifier's reward stands; the record says why the episode stopped early
-        verdict = Verdict(verdict.reward, f"{verdict.reason} [{ep.cut}]")
+        verdict = Verdict(verdict.reward, f"{verdict.reason} [{ep.cut}]", verdict.scores)
     return EpisodeRecord(
         group=ep.group, env=ep.env.name, task_key=ep.task.spec.key, token_ids=ep.token_ids,
         loss_mask=ep.loss_mask, prompt_len=ep.prompt_len, reward=float(verdict.reward), reason=verdict.reason,
         turns=ep.turns, tool_calls=ep.tool_calls, parse_errors=ep.parse_errors, gen_tokens=sum(ep.loss_mask),
         truncated=ep.truncated, final_answer=ep.final_answer, messages=tuple(ep.messages),
-        sample_logprobs=ep.sample_logprobs,
+        sample_logprobs=ep.sample_logprobs, scores=dict(verdict.scores) or None,
     )  # fmt: skip
 
 

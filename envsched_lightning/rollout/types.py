@@ -28,6 +28,7 @@ class EpisodeRecord(NamedTuple):
     final_answer: str  # text of the last model turn outside tool-call blocks
     messages: tuple[Mapping[str, Any], ...]  # the conversation, for logging and debugging
     sample_logprobs: list[float] | None = None  # [L] the engine's log-prob of each generated token, 0 elsewhere
+    scores: Mapping[str, float] | None = None  # the benchmark's own metrics for this episode (Verdict.scores), if any
 
 
 class RolloutBatch(NamedTuple):
