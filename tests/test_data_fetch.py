@@ -146,6 +146,23 @@ def test_bfcl_v4_comes_from_the_pinned_wheel_and_every_category_loads(bfcl_v4):
 def test_the_fetch_command_refuses_unknown_sources_and_mixed_options(tmp_path):
     run = subprocess.run([sys.executable, "-m", "envsched_lightning.data", "fetch", "all", "--url", "http://x", "--to",
                           str(tmp_path)], capture_output=True, text=True, cwd=REPO)  # fmt: skip
-    assert run.returncode == 2 and "one source" in run.stderr
+    assert run.returncode == 2 and "one archive" in run.stderr
     with pytest.raises(FetchError, match="unknown data source 'nope'"):
         fetch("nope", tmp_path)
+
+
+def test_the_official_tau_task_lists_come_from_the_same_archive(tmp_path):
+    """One downloaded archive serves both tau sources; a file the pinned commit does not hold is refused."""
+    archive = tmp_path / "tau.tar.gz"
+    top = f"tau-bench-{SOURCES['tau_bench_tasks'].commit}"
+    with tarfile.open(archive, "w:gz") as tar:
+        for local in SOURCES["tau_bench_tasks"].files:
+            data = b"TASKS = []\n" if local.endswith(".py") else b"license"
+            upstream = "LICENSE" if local == "LICENSE" else f"tau_bench/envs/{local}"
+            info = tarfile.TarInfo(f"{top}/{upstream}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    run = subprocess.run([sys.executable, "-m", "envsched_lightning.data", "fetch", "tau_bench_tasks", "--archive",
+                          str(archive), "--to", str(tmp_path / "root"), "--quiet"], capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    assert run.returncode == 1 and "does not hold https://github.com/sierra-research/tau-bench" in run.stderr
+    assert not (tmp_path / "root" / "tau_bench_tasks").exists()

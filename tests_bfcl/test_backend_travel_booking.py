@@ -28,6 +28,7 @@ import pytest
 official_module = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.travel_booking")
 OfficialTravelAPI = official_module.TravelAPI
 
+from bfcl_compare import canonical  # noqa: E402
 from envsched_lightning.envs.backends import render_result  # noqa: E402
 from envsched_lightning.envs.backends.travel_booking import AIRPORTS, CITY_AIRPORTS, TravelAPI  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
@@ -86,9 +87,9 @@ def records(data_dir: Path, docs: dict[str, dict[str, Any]]) -> list[tuple[str, 
 # ---------------------------------------------------------------- running both sides
 def _outcome(run: Callable[[], Any]) -> tuple[str, ...]:
     try:
-        return ("returned", render_result(run()))
+        return ("returned", canonical(render_result(run())))
     except Exception as exc:  # noqa: BLE001 - the exception itself is what is compared
-        return ("raised", type(exc).__name__, str(exc))
+        return ("raised", type(exc).__name__, canonical(str(exc)))
 
 
 def _public(instance: Any) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from bfcl_eval import utils as official_utils  # noqa: E402
 
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
 from envsched_lightning.envs.bfcl_multi_turn import CATEGORIES, MODEL_NAME, MultiTurnEnvironment, replay  # noqa: E402
+from bfcl_compare import canonical  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or ROOT.parent / "shared" / "data")
@@ -402,6 +403,10 @@ def ours_live(env: MultiTurnEnvironment, task, model: list[list[ToolCall]]) -> t
     return outputs, verdict.reward, verdict.reason, user_turns
 
 
+def canonical_outputs(outputs: list[list[str]]) -> list[list[str]]:
+    return [[canonical(out) for out in turn] for turn in outputs]
+
+
 def first_difference(ours: list[list[str]], theirs: list[list[str]]) -> str:
     for t, (x, y) in enumerate(zip(ours, theirs)):
         for i, (a, b) in enumerate(zip(x, y)):
@@ -451,6 +456,7 @@ def test_verdicts_and_outputs_agree_with_the_official_code(data_root, category, 
             for what, ours, theirs in (("live", live, theirs_live), ("checker model", mine.model_outputs, theirs_model),
                                        ("checker truth", mine.truth_outputs, theirs_truth)):  # fmt: skip
                 counts["outputs compared"] += sum(map(len, theirs))
+                ours, theirs = canonical_outputs(ours), canonical_outputs(theirs)
                 if ours != theirs:
                     problems.append(f"{what} output differs at {first_difference(ours, theirs)}")
             counts["sequences"] += 1

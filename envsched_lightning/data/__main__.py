@@ -15,15 +15,15 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Download benchmark data (pinned, checksum-verified).")  # fmt: skip
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fetch", help="download BFCL (v4, from PyPI), ACEBench and/or tau-bench data")
-    f.add_argument("what", choices=[*SOURCES, "all"])
+    f.add_argument("what", nargs="+", choices=[*SOURCES, "all"], help="sources (tau_bench_tasks: the official task lists)")
     f.add_argument("--to", type=Path, default=None, help=f"data root (default: {default_data_root()})")
-    f.add_argument("--url", help="download this archive instead of the pinned URL (a mirror); one source only")
-    f.add_argument("--archive", type=Path, help="a file already downloaded (wheel or source archive); one source only")
+    f.add_argument("--url", help="download this archive instead of the pinned URL (a mirror); sources of one archive only")
+    f.add_argument("--archive", type=Path, help="a file already downloaded (wheel or source archive); sources of one archive only")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
-    names = list(SOURCES) if a.what == "all" else [a.what]
-    if (a.url or a.archive) and len(names) > 1:
-        p.error("--url and --archive name one source's file: give bfcl, acebench or tau_bench")
+    names = list(SOURCES) if "all" in a.what else list(dict.fromkeys(a.what))
+    if (a.url or a.archive) and len({SOURCES[n].url or n for n in names}) > 1:
+        p.error("--url and --archive name one archive: give bfcl, acebench, or tau_bench and/or tau_bench_tasks (one archive)")
     root = a.to or default_data_root()
     for name in names:
         try:

@@ -20,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -131,6 +132,13 @@ def _entries(archive: Path) -> Iterable[tuple[str, Callable[[], io.BufferedIOBas
 def extract(source: Source, archive: Path, into: Path) -> list[str]:
     """The source's files from `archive` into `into` (local names); returns them. A GitHub source archive's
     top folder (`<repo>-<commit>/`) is dropped; paths that would leave `into` are refused."""
+    try:
+        return _extract(source, archive, into)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise FetchError(f"{archive}: the archive is damaged or cut short ({type(exc).__name__}: {exc}); nothing was written") from None
+
+
+def _extract(source: Source, archive: Path, into: Path) -> list[str]:
     written = []
     for name, opener in _entries(archive):
         upstream = name.split("/", 1)[1] if source.url and "/" in name else name

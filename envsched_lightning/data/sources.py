@@ -105,4 +105,23 @@ TAU_BENCH = Source(
     },
 )
 
-SOURCES: dict[str, Source] = {"bfcl": BFCL, "acebench": ACEBENCH, "tau_bench": TAU_BENCH}
+TAU_BENCH_TASKS = Source(  # the official task lists (Python files of literal data, read with an AST walk, never run)
+    folder="tau_bench_tasks",
+    repository=TAU_BENCH.repository,
+    commit=TAU_BENCH.commit,
+    license="MIT",
+    url=TAU_BENCH.url,
+    members=(("tau_bench/envs/retail/tasks_test.py", "retail/tasks_test.py"),
+             ("tau_bench/envs/retail/tasks_train.py", "retail/tasks_train.py"),
+             ("tau_bench/envs/retail/tasks_dev.py", "retail/tasks_dev.py"),
+             ("tau_bench/envs/airline/tasks_test.py", "airline/tasks_test.py"), ("LICENSE", "LICENSE")),  # fmt: skip
+    files={
+        'LICENSE': '243d23d45b80122b5ac575586ccef352fdc9c45e6d7d2605449aca8a17478b42',
+        'airline/tasks_test.py': '14cdb6b4fe810faac9a0cc8395d3c7b32c883a979d1cde8c8003ae25a93d2ff3',
+        'retail/tasks_dev.py': '87dfe578d0271e7b0b5dfb40621a5c0dcc0e8452a75b8f3f8d1dcf0abac4ff14',
+        'retail/tasks_test.py': '6f09468923c6cfb6162e94fe659264d6aee70816c18d51278fb4a581db7765a4',
+        'retail/tasks_train.py': '30880ce4e8d524dd0fdd18c1d3a5713551fc8638e82673de3e0fd1ab70046c6f',
+    },
+)
+
+SOURCES: dict[str, Source] = {"bfcl": BFCL, "acebench": ACEBENCH, "tau_bench": TAU_BENCH, "tau_bench_tasks": TAU_BENCH_TASKS}

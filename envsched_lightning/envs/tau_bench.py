@@ -7,11 +7,16 @@ what the agent said to the user. The tools reproduce the official tools' state c
 strings, quirks included (`backends/tau_*.py`); `rules="training"` (opt-in, never for reported
 scores) fixes the few official rules that would teach a falsehood.
 
-Difference from tau-bench: there is no LLM user simulator. The task's `instruction` is written as the
-user's one message, holding everything the agent needs; the episode ends when the agent answers
-without a tool call. As upstream, `transfer_to_human_agents` ends the episode: later calls are not
-run and the answer after it is not a reply to the user. Our tasks ship in `tau_tasks/*.jsonl`, made
-by `tau_tasks/generate.py`; the upstream tasks were not part of the data.
+Tasks: `tasks="ours"` (default) are our generated tasks (`tau_tasks/*.jsonl`, made by
+`tau_tasks/generate.py`), whose `instruction` is the user's one message holding everything the agent
+needs; the episode ends when the agent answers without a tool call. `tasks="test"|"train"|"dev"` are
+tau-bench's own task lists (`tau_official.py`, environments `tau_<domain>_<split>`), played with a
+simulated user (`user="scripted"`, `envs/users.py`): its first message is the instruction in the first
+person, a question gets the instruction again, any other answer gets "###STOP###", which ends the
+episode as upstream's user ends it. Every message the agent wrote to the user counts for the required
+outputs, as upstream's respond actions do. Upstream's user is an LLM; scores made with the scripted
+user say so. As upstream, `transfer_to_human_agents` ends the episode: later calls are not run and
+nothing the agent says after it reaches the user.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from envsched_lightning.envs.backends.tau_retail import RetailTools
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.bfcl import pattern_features, read_jsonl, resolve_data_dir
 from envsched_lightning.envs.registry import register_env
+from envsched_lightning.envs.tau_official import SPLITS, read_task_module, task_file
+from envsched_lightning.envs.users import ScriptedUser, UserSimulator
 from envsched_lightning.scheduling import TaskSpec
 
 DOMAINS: dict[str, type[TauDomain]] = {"retail": RetailTools, "airline": AirlineTools}
@@ -39,6 +46,9 @@ READ_ONLY = frozenset({
     "list_all_product_types", "get_reservation_details", "list_all_airports", "search_direct_flight",
     "search_onestop_flight", "calculate", "think", "transfer_to_human_agents",
 })  # fmt: skip
+STOP = "###STOP###"  # upstream's user ends the conversation with it
+TASK_SETS = ("ours", *sorted({s for splits in SPLITS.values() for s in splits}))
+USERS = ("none", "scripted")
 SYSTEM = ("You are a customer service agent for a {domain} company. Use the tools to look up and change records "
           "as the user asks, then reply to the user with the result.")  # fmt: skip
 
@@ -69,9 +79,11 @@ def failed(observation: str | None) -> bool:
 
 
 class TauEpisode(Episode):
-    def __init__(self, tools: TauDomain, task: Mapping[str, Any], expected_hash: str) -> None:
-        self.tools, self._task, self._expected_hash = tools, task, expected_hash
+    def __init__(self, tools: TauDomain, task: Mapping[str, Any], expected_hash: str, user: UserSimulator | None = None) -> None:
+        self.tools, self._task, self._expected_hash, self.user = tools, task, expected_hash, user
         self.calls: list[ToolCall] = []
+        self.said: list[str] = []  # every answer the agent wrote to the user (upstream's respond actions)
+        self.user_replies = 0
         self.transferred = False  # upstream ends the episode at transfer_to_human_agents
         self.aborted = False  # upstream's run raised (a tool returned None): scored 0
 
@@ -93,18 +105,30 @@ class TauEpisode(Episode):
             self.transferred = call.name == TERMINATE
         return results
 
+    def end_turn(self, answer: str = "") -> tuple[Mapping[str, str], ...] | None:
+        """An answer reaches the user (unless the conversation was transferred); the user's reply, or None at its stop."""
+        if self.transferred or self.aborted:
+            return None
+        self.said.append(answer)
+        if self.user is None:
+            return None
+        reply = self.user.reply(answer)
+        self.user_replies += 1
+        return None if STOP in reply else ({"role": "user", "content": reply},)
+
     def verify(self, final_answer: str) -> Verdict:
         if self.aborted:
             return Verdict(0.0, "aborted: the official environment raises on this episode")
         if self.tools.hash() != self._expected_hash:
             return Verdict(0.0, "database differs from the ground-truth replay")
-        said = "" if self.transferred else final_answer  # after a transfer the agent says nothing more to the user
+        # what reached the user: the answers end_turn saw, or (an episode checked without it) the final answer
+        said = "\n".join(self.said) if self.said or self.transferred else final_answer
         missing = outputs_found(self._task.get("outputs", []), said)
         return Verdict(0.0, f"answer lacks required outputs {missing}") if missing else Verdict(1.0, "ok")
 
 
 class TauEnvironment(Environment):
-    """One tau-bench domain; `tasks_path` overrides the shipped task file.
+    """One tau-bench domain; `tasks`: "ours" (`tasks_path` overrides the shipped file) or an official split.
 
     `rules`: "official" (default; what reported scores use) reproduces the official tools exactly;
     "training" changes the airline rules listed in `backends/tau_airline.py` (docs/benchmarks.md).
@@ -112,13 +136,20 @@ class TauEnvironment(Environment):
 
     def __init__(
         self, domain: str = "retail", data_dir: str | os.PathLike[str] | None = None, tasks_path: str | None = None,
-        rules: str = "official",
+        rules: str = "official", tasks: str = "ours", user: str | None = None,
     ) -> None:  # fmt: skip
         if domain not in DOMAINS:
             raise ValueError(f"unknown tau-bench domain {domain!r}; valid: {', '.join(DOMAINS)}")
+        if tasks not in TASK_SETS:
+            raise ValueError(f"tasks must be one of {', '.join(TASK_SETS)}; got {tasks!r}")
+        user = user or ("none" if tasks == "ours" else "scripted")
+        if user not in USERS:
+            raise ValueError(f"user must be one of {', '.join(USERS)}; got {user!r}")
         self.rules = check_rules(rules)
-        self.domain, self.name = domain, f"tau_{domain}"
+        self.domain, self.task_set, self.user = domain, tasks, user
+        self.name = f"tau_{domain}" if tasks == "ours" else f"tau_{domain}_{tasks}"
         self.data_dir = resolve_data_dir(self.name, data_dir, "tau_bench") / domain / "data"
+        self.task_path = None if tasks == "ours" else task_file(resolve_data_dir(self.name, data_dir, "tau_bench_tasks"), domain, tasks)
         self.tasks_path = tasks_path
 
     @cached_property
@@ -138,6 +169,8 @@ class TauEnvironment(Environment):
 
     @cached_property
     def raw_tasks(self) -> list[dict[str, Any]]:
+        if self.task_path is not None:
+            return read_task_module(self.task_path, self.task_set)
         if self.tasks_path:
             return load_task_file(self.tasks_path)
         with resources.as_file(resources.files("envsched_lightning.envs") / "tau_tasks" / f"{self.domain}.jsonl") as path:
@@ -152,8 +185,10 @@ class TauEnvironment(Environment):
                 if action["name"] == TERMINATE:  # upstream skips terminating actions in the replay
                     continue
                 out = tools.execute(action["name"], action["kwargs"])
-                if failed(out):  # the ground truth itself must run (upstream would replay it anyway)
-                    raise ValueError(f"tau_{self.domain} task {raw['task_id']!r}: ground-truth action {i} "
+                # our tasks' ground truth must run; upstream's own lists hold a few actions that fail, and
+                # upstream's reward replays them anyway (the failed call changes nothing): so do we
+                if failed(out) and self.task_set == "ours":
+                    raise ValueError(f"{self.name} task {raw['task_id']!r}: ground-truth action {i} "
                                      f"({action['name']}) fails: {str(out).removeprefix('Error: ')[:160]}")  # fmt: skip
             cache[raw["task_id"]] = tools.hash()
         return cache[raw["task_id"]]
@@ -174,7 +209,8 @@ class TauEnvironment(Environment):
             env=self.name, task_id=raw["task_id"], tools=tuple(dict.fromkeys(names)), state_keys=DOMAINS[self.domain].files,
             verifier="tau_db_hash_outputs", features=features, reward_type="binary",
         )  # fmt: skip
-        messages = ({"role": "system", "content": SYSTEM.format(domain=self.domain)}, {"role": "user", "content": raw["instruction"]})
+        first = raw["instruction"] if self.user == "none" else self._user(raw).opening()
+        messages = ({"role": "system", "content": SYSTEM.format(domain=self.domain)}, {"role": "user", "content": first})
         return Task(spec=spec, messages=messages, ground_truth=raw, max_turns=30)
 
     @cached_property
@@ -189,12 +225,20 @@ class TauEnvironment(Environment):
     def tool_schemas(self) -> list[dict[str, Any]]:
         return DOMAINS[self.domain].tool_schemas()
 
+    def _user(self, raw: Mapping[str, Any]) -> UserSimulator:
+        return ScriptedUser(raw["instruction"], finish=STOP)
+
     def reset(self, task: Task) -> Episode:
-        return TauEpisode(self.fresh_tools(), task.ground_truth, self.expected_hash(task.ground_truth))
+        user = None if self.user == "none" else self._user(task.ground_truth)
+        if user is not None:
+            user.opening()  # the first message is in the task's prompt; the user continues from there
+        return TauEpisode(self.fresh_tools(), task.ground_truth, self.expected_hash(task.ground_truth), user)
 
 
 for _domain in DOMAINS:
     register_env(f"tau_{_domain}")(lambda _d=_domain, **options: TauEnvironment(_d, **options))
+    for _split in SPLITS[_domain]:
+        register_env(f"tau_{_domain}_{_split}")(lambda _d=_domain, _s=_split, **options: TauEnvironment(_d, tasks=_s, **options))
 
 
 def default_task_dir() -> Path:

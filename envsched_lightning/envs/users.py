@@ -1,6 +1,6 @@
 """Simulated users for conversational benchmarks (ACEBench-Agent multi_turn): who answers the agent's questions.
 
-Upstream's user is a chat model prompted with the task's instruction (one line at a time, reveal only
+ACEBench's and tau-bench's user is a chat model prompted with the task's instruction (one line at a time, reveal only
 what the step needs, invent nothing, say "finish conversation" when the goal is met). `ScriptedUser`
 is the deterministic stand-in for tests and CPU runs: it states the whole instruction in its first
 message, answers a question by pointing back to it, and finishes when the agent stops asking. It
@@ -38,9 +38,10 @@ def first_person(instruction: str) -> str:
 class ScriptedUser:
     """Deterministic: the instruction up front; a question gets the instruction again; anything else ends it."""
 
-    def __init__(self, instruction: str, max_replies: int = 5) -> None:
+    def __init__(self, instruction: str, max_replies: int = 5, finish: str = FINISH) -> None:
         self.instruction = instruction
         self.max_replies = max_replies
+        self.finish = finish  # the benchmark's stop phrase (ACEBench "finish conversation", tau-bench "###STOP###")
         self.replies = 0
 
     def opening(self) -> str:
@@ -51,4 +52,4 @@ class ScriptedUser:
         self.replies += 1
         if "?" in agent_message and self.replies <= self.max_replies:
             return f"Everything I know is this: {first_person(self.instruction)} Yes, please go ahead."
-        return FINISH
+        return self.finish

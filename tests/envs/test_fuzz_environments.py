@@ -34,6 +34,8 @@ def environment(path: Path):
             pytest.skip(f"benchmark data not found at {DATA}")
         if path.stem.startswith("bfcl_multi_turn_") and "category" in node and not (DATA / "bfcl_v4").is_dir():
             pytest.skip(f"{path.stem} needs BFCL v4 data, not at {DATA}")
+        if "tasks" in node and not (DATA / "tau_bench_tasks").is_dir():
+            pytest.skip(f"{path.stem} needs tau-bench's task lists (data fetch tau_bench_tasks), not at {DATA}")
         node.data_dir = str(DATA)
     if path.stem not in _ENVS:
         _ENVS[path.stem] = instantiate(node)
