@@ -160,7 +160,9 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     set_torch_threads(cfg.get("torch_threads"))
     import torch
 
-    from envsched_lightning.evaluation import PROMPT_TOO_LONG, aggregate, benchmark_metrics, greedy_rollouts, metrics_markdown
+    from envsched_lightning.evaluation import (
+        PROMPT_TOO_LONG, aggregate, benchmark_metrics, greedy_rollouts, metrics_markdown, paper_markdown, paper_score,
+    )
     from envsched_lightning.leaderboard import bfcl_overall
     from envsched_lightning.rollout import HFEngine
 
@@ -218,6 +220,11 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     if official_metrics := benchmark_metrics(episodes):  # e.g. ACEBench-Agent's end-state and process accuracy
         meta["benchmark_metrics"] = official_metrics
         extra += f"\n\nThe benchmarks' own metrics (mean per environment):\n\n{metrics_markdown(official_metrics)}"
+    if cfg.get("paper"):  # experiment=paper_eval: the paper's suites and their average
+        paper = paper_score(scores, dict(cfg.paper.suites))
+        meta["paper"] = {"suites": dict(paper.suites), "average": paper.average, "differences": list(cfg.paper.get("differences", []))}
+        extra += ("\n\nThe paper's evaluation (each suite the mean of its categories, x100):\n\n"
+                  + paper_markdown(paper, cfg.paper.get("reference", ""), cfg.paper.get("differences", [])))  # fmt: skip
     paths = write_outputs(Path(cfg.output_dir), header, scores, episodes, meta)
     if extra:
         with open(paths["markdown"], "a") as fh:

@@ -142,6 +142,9 @@ def save_config(cfg: DictConfig, trainer: Any) -> None:
 def train(cfg: DictConfig) -> dict[str, Any]:
     quiet_known_noise()
     set_torch_threads(cfg.get("torch_threads"))  # conf: OMP_NUM_THREADS when set, else the experiment's default
+    if cfg.get("evaluate_only"):
+        raise ValueError("this experiment is an evaluation (evaluate_only: true): run it with `python evaluate.py "
+                         "experiment=<name>`")  # fmt: skip
     if "sim" in cfg:
         return run_simulation(cfg)
     import lightning as L

@@ -62,6 +62,31 @@ def metrics_markdown(metrics: Mapping[str, Mapping[str, float]]) -> str:
     return "\n".join([f"| env | {' | '.join(names)} |", "|---|" + "---|" * len(names), *rows])
 
 
+class PaperScore(NamedTuple):
+    suites: tuple[tuple[str, float | None], ...]  # (the paper's suite name, our benchmark's score or None if not run)
+    average: float | None  # the mean of the suites, None unless every suite was run
+
+
+def paper_score(scores: Scores, suites: Mapping[str, str]) -> PaperScore:
+    """The paper's number from our scoreboard: each suite is one of our benchmarks (`suites`: benchmark -> the
+    paper's name for it), scored as the mean of its categories; the paper averages the suites."""
+    by_name = {b.name: b.score for b in scores.benchmarks}
+    rows = tuple((paper_name, by_name.get(benchmark)) for benchmark, paper_name in suites.items())
+    values = [v for _, v in rows if v is not None]
+    return PaperScore(rows, sum(values) / len(values) if values and len(values) == len(rows) else None)
+
+
+def paper_markdown(paper: PaperScore, reference: str, differences: Sequence[str]) -> str:
+    """The suites, their average (x100, as the paper reports), the paper's reference and what differs from its setting."""
+    lines = ["| suite | score |", "|---|---:|"]
+    lines += [f"| {name} | {'not run' if v is None else f'{100 * v:.2f}'} |" for name, v in paper.suites]
+    lines.append(f"| **average** | **{'incomplete' if paper.average is None else f'{100 * paper.average:.2f}'}** |")
+    out = "\n".join(lines) + (f"\n\nPaper: {reference}" if reference else "")
+    if differences:
+        out += "\n\nDiffers from the paper's setting:\n" + "\n".join(f"- {d}" for d in differences)
+    return out
+
+
 def greedy_rollouts(
     engine: RolloutEngine,
     tokenizer: PreTrainedTokenizerBase,

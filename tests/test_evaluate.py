@@ -31,6 +31,12 @@ WORLDS = ["env=[banking,calendar]", "env.banking.num_tasks=12", "env.calendar.nu
 FAST = ["model.sampling.max_new_tokens=24", "torch_threads=1"]
 
 
+PAPER_ENVS = ("bfcl_simple", "bfcl_multiple", "bfcl_parallel", "bfcl_parallel_multiple", "bfcl_java", "bfcl_javascript",
+              "bfcl_irrelevance", "bfcl_live_simple", "bfcl_live_multiple", "bfcl_live_parallel",
+              "bfcl_live_parallel_multiple", "bfcl_live_irrelevance", "bfcl_live_relevance", "bfcl_multi_turn_base",
+              "tau_retail_test", "tau_airline_test", "acebench_agent_multi_step", "acebench_agent_multi_turn")  # fmt: skip
+
+
 def compose_cfg(name: str, *overrides: str) -> DictConfig:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(name, overrides=list(overrides))
@@ -177,6 +183,41 @@ def test_acebench_agent_reports_end_state_and_process_accuracy(shared_data, tmp_
     assert "The benchmarks' own metrics" in (tmp_path / "scores.md").read_text()
     line = json.loads((tmp_path / "outputs" / "acebench_agent_multi_turn.jsonl").read_text().splitlines()[0])
     assert line["scores"]["end_state"] == line["reward"] and "process" in line["reason"]
+
+
+def _paper_data_root(shared_data: Path, root: Path) -> Path:
+    """BFCL-v3, ACEBench and the tau-bench databases from ../shared/data, and stand-in tau-bench task lists (the
+    official ones are fetched from GitHub, which CI cannot reach): one task per domain, in upstream's file format."""
+    root.mkdir()
+    for folder in ("bfcl_v3", "acebench", "tau_bench"):
+        (root / folder).symlink_to(shared_data / folder)
+    for domain in ("retail", "airline"):
+        (root / "tau_bench_tasks" / domain).mkdir(parents=True)
+        (root / "tau_bench_tasks" / domain / "tasks_test.py").write_text(
+            'from tau_bench.types import Action, Task\n\nTASKS = [Task(annotator="0", user_id="u", '
+            'instruction="You are Ann. You want to know the store hours.", actions=[], outputs=[])]\n')
+    return root
+
+
+def test_paper_evaluation_averages_the_three_suites_and_says_what_differs(shared_data, tmp_path):
+    root = _paper_data_root(shared_data, tmp_path / "data")
+    out = evaluate(compose_cfg("evaluate", "experiment=paper_eval", "limit=1", "model.grpo.max_seq_len=4096", *FAST,
+                               f"output_dir={tmp_path / 'out'}", *(f"env.{e}.data_dir={root}" for e in PAPER_ENVS)))  # fmt: skip
+    assert [b.name for b in out["scores"].benchmarks] == ["bfcl", "tau_bench", "acebench_agent"]
+    paper = json.loads((tmp_path / "out" / "scores.json").read_text())["paper"]
+    assert list(paper["suites"]) == ["BFCL-v3", "tau-Bench", "ACEBench-Agent"]
+    assert paper["average"] == pytest.approx(sum(paper["suites"].values()) / 3)
+    assert any("scripted user" in d for d in paper["differences"])
+    text = (tmp_path / "out" / "scores.md").read_text()
+    assert "The paper's evaluation" in text and "Differs from the paper's setting" in text
+    assert {e.env for e in out["episodes"]} == set(PAPER_ENVS)
+
+
+def test_an_evaluation_experiment_is_refused_by_train():
+    from train import train
+
+    with pytest.raises(ValueError, match="python evaluate.py experiment"):
+        train(compose_cfg("train", "experiment=paper_eval"))
 
 
 def test_labelled_unofficial_run(shared_data, tmp_path):
