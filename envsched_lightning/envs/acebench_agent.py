@@ -87,25 +87,6 @@ class DecodeFailure(ValueError):
 # --- upstream's agent decoding --------------------------------------------------------------------
 
 
-def _value(node: ast.AST) -> Any:
-    """An argument value as upstream's agent decoder reads it (a call without keywords stays source text)."""
-    if isinstance(node, ast.Call):
-        return ast.unparse(node) if not node.keywords else _call(node)
-    if isinstance(node, ast.List):
-        return [_value(e) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_value(e) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise DecodeFailure("`**` in a dict")
-        return {_value(k): _value(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
-    return official._value(node)  # constants, unary minus, literal arithmetic, bare names, subscripts
-
-
-def _call(node: ast.Call) -> dict[str, dict[Any, Any]]:
-    return {official._dotted(node.func): {kw.arg: _value(kw.value) for kw in node.keywords}}
-
-
 def _check_renderable(value: Any) -> bool:
     """Whether a top-level argument is written back as a nested call (a dict: upstream renders `{name: {args}}`
     as `name(args)`); raises DecodeFailure where upstream's rendering raises (an empty dict, non-dict args)."""
@@ -143,7 +124,7 @@ def decode_agent_message(text: str) -> list[tuple[str, dict[Any, Any], str | Non
             nodes = []
         calls = []
         for node in nodes:
-            ((name, args),) = _call(node).items()  # type: ignore[arg-type]
+            ((name, args),) = official._call(node, agent=True).items()  # type: ignore[arg-type]
             nested = any([_check_renderable(v) for v in args.values()])  # every value checked, as upstream renders all
             calls.append((name, args, "an argument is a call, which is not evaluated here" if nested else None))
         return calls

@@ -109,14 +109,15 @@ def _dotted(func: ast.expr) -> str:
     return ".".join(reversed(parts))  # a base that is neither (`f()(x=1)`) contributes nothing
 
 
-def _call(node: ast.Call) -> dict[str, dict[Any, Any]]:
+def _call(node: ast.Call, agent: bool = False) -> dict[str, dict[Any, Any]]:
     args: dict[Any, Any] = {}
     for keyword in node.keywords:  # D3: positional arguments are ignored; a repeated keyword: the last wins
-        args[keyword.arg] = _value(keyword.value)  # `**x` gives key None (then fails as an unexpected param)
+        args[keyword.arg] = _value(keyword.value, agent)  # `**x` gives key None (then fails as an unexpected param)
     return {_dotted(node.func): args}
 
 
-def _value(node: ast.AST) -> Any:
+def _value(node: ast.AST, agent: bool = False) -> Any:
+    """A decoded value. `agent`: the agent categories' decoder, which keeps a call without keywords as its source text."""
     if isinstance(node, ast.Constant):
         return "..." if node.value is Ellipsis else node.value
     if isinstance(node, ast.UnaryOp):
@@ -125,19 +126,19 @@ def _value(node: ast.AST) -> Any:
             raise DecodeError("unary operator on a non-constant")
         return -node.operand.value
     if isinstance(node, ast.List):
-        return [_value(e) for e in node.elts]
+        return [_value(e, agent) for e in node.elts]
     if isinstance(node, ast.Tuple):
-        return tuple(_value(e) for e in node.elts)
+        return tuple(_value(e, agent) for e in node.elts)
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise DecodeError("`**` in a dict")
-        return {_value(k): _value(v) for k, v in zip(node.keys, node.values)}
+        return {_value(k, agent): _value(v, agent) for k, v in zip(node.keys, node.values)}
     if isinstance(node, ast.BinOp):
         return _arith(node)
     if isinstance(node, ast.Name):
         return node.id  # D4: a bare name is its own text (`true` -> "true")
     if isinstance(node, ast.Call):
-        return _call(node)
+        return ast.unparse(node) if agent and not node.keywords else _call(node, agent)
     if isinstance(node, ast.Subscript):
         return f"{ast.unparse(node.value)}[{ast.unparse(node.slice)}]"  # D7: kept as source text
     raise DecodeError(f"unsupported {type(node).__name__}")  # D7: lambdas too (upstream's lambda branch always raises)
