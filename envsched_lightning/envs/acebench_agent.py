@@ -46,7 +46,7 @@ from envsched_lightning.envs.backends.acebench_travel import Travel
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.registry import register_env
-from envsched_lightning.envs.users import ScriptedUser, UserSimulator
+from envsched_lightning.envs.users import UserSettings, UserSimulator
 from envsched_lightning.scheduling import TaskSpec
 
 CATEGORIES = ("agent_multi_step", "agent_multi_turn")
@@ -293,7 +293,6 @@ class AgentEpisode(Episode):
         self.user = user
         self.process: list[str] = []  # the agent messages that went to execution (upstream's process record)
         self.index = 0  # upstream's message index after the opening: agent, execution and user messages alike
-        self.user_replies = 0
         self.finished_by = ""
 
     def _over(self) -> bool:
@@ -345,7 +344,6 @@ class AgentEpisode(Episode):
             return None
         reply, at = self.user.reply(answer), self.index
         self.index += 1
-        self.user_replies += 1
         if FINISH in reply and at > 1:
             self.finished_by = "user"
             return None
@@ -363,13 +361,12 @@ class AgentEpisode(Episode):
         why = end_state_reason(state, self.answer["ground_truth"])
         process = process_score(self.process, self.answer["mile_stone"], why is None)
         scores = {"end_state": float(why is None), "process": process}
+        if self.user is not None:  # the simulated user's cost, reported beside the agent's
+            scores |= {"user_turns": float(self.user.cost.turns), "user_tokens": float(self.user.cost.new_tokens)}
         reason = f"end state {'ok' if why is None else 'wrong: ' + why}; process {process:.3f}"
         if not self.world.executed:
             reason += " (no message was executed: nothing recorded)"
         return Verdict(scores[self.reward], reason, scores)
-
-    def stats(self) -> dict[str, float]:
-        return {"user_replies": float(self.user_replies)}
 
 
 def _bracketed(text: str) -> bool:
@@ -380,16 +377,18 @@ def _bracketed(text: str) -> bool:
 class AceBenchAgentEnvironment(Environment):
     """`acebench_agent_multi_step` or `acebench_agent_multi_turn`; `reward`: "end_state" (default) or "process".
 
-    `user`: the simulated user of multi_turn tasks: "scripted" (deterministic, `users.ScriptedUser`)."""
+    `user`: the simulated user of multi_turn tasks: "scripted" (deterministic) or "model" (a local chat model,
+    `user_model_path`, with its own `user_max_new_tokens`, `user_temperature`, `user_seed`; `envs/users.py`)."""
 
     def __init__(self, category: str = "agent_multi_step", data_dir: str | os.PathLike[str] | None = None,
-                 reward: str = "end_state", user: str = "scripted", max_turns: int = MAX_AGENT_TURNS) -> None:  # fmt: skip
+                 reward: str = "end_state", user: str = "scripted", max_turns: int = MAX_AGENT_TURNS,
+                 user_model_path: str | None = None, user_max_new_tokens: int = 128, user_temperature: float = 0.0,
+                 user_seed: int = 0) -> None:  # fmt: skip
         if category not in CATEGORIES:
             raise ValueError(f"unknown ACEBench-Agent category {category!r}; valid: {', '.join(CATEGORIES)}")
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}; got {reward!r}")
-        if user != "scripted":
-            raise ValueError(f"user must be 'scripted' (the deterministic user); got {user!r}")
+        self.users = UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed)
         self.category, self.name, self.reward, self.user, self.max_turns = category, f"acebench_{category}", reward, user, max_turns
         self.data_dir = resolve_data_dir(self.name, data_dir, os.path.join("acebench", "data_en"))
         self.rules = "official"
@@ -426,7 +425,7 @@ class AceBenchAgentEnvironment(Environment):
             verifier="acebench_agent_end_state", features=features, reward_type="binary" if self.reward == "end_state" else "fractional",
         )  # fmt: skip
         system = f"{_TRAVEL_PROMPT if 'Travel' in classes else _PHONE_PROMPT} {_ENDING}"
-        first = record["question"] if self.category == "agent_multi_step" else self._user(record).opening()
+        first = record["question"] if self.category == "agent_multi_step" else self._user(record).opening()  # generated once per task
         return Task(
             spec=spec, messages=({"role": "system", "content": system}, {"role": "user", "content": first}),
             ground_truth={"record": record, "answer": answer}, max_turns=self.max_turns,
@@ -434,7 +433,7 @@ class AceBenchAgentEnvironment(Environment):
         )  # fmt: skip
 
     def _user(self, record: Mapping[str, Any]) -> UserSimulator:
-        return ScriptedUser(record["question"])
+        return self.users.make(record["question"], FINISH)
 
     @cached_property
     def _tasks(self) -> list[Task]:
@@ -450,7 +449,7 @@ class AceBenchAgentEnvironment(Environment):
         record = task.ground_truth["record"]
         user = self._user(record) if self.category == "agent_multi_turn" else None
         if user is not None:
-            user.opening()  # the first message is in the task's prompt; the user continues from there
+            user.begin(task.messages[-1]["content"])  # the opening is in the task's prompt; the user goes on from it
         return AgentEpisode(self.category, record, task.ground_truth["answer"], self.reward, user)
 
 

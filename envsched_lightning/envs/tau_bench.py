@@ -36,7 +36,7 @@ from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, T
 from envsched_lightning.envs.bfcl import pattern_features, read_jsonl, resolve_data_dir
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.envs.tau_official import SPLITS, read_task_module, task_file
-from envsched_lightning.envs.users import ScriptedUser, UserSimulator
+from envsched_lightning.envs.users import UserSettings, UserSimulator
 from envsched_lightning.scheduling import TaskSpec
 
 DOMAINS: dict[str, type[TauDomain]] = {"retail": RetailTools, "airline": AirlineTools}
@@ -48,7 +48,7 @@ READ_ONLY = frozenset({
 })  # fmt: skip
 STOP = "###STOP###"  # upstream's user ends the conversation with it
 TASK_SETS = ("ours", *sorted({s for splits in SPLITS.values() for s in splits}))
-USERS = ("none", "scripted")
+USERS = ("none", "scripted", "model")
 SYSTEM = ("You are a customer service agent for a {domain} company. Use the tools to look up and change records "
           "as the user asks, then reply to the user with the result.")  # fmt: skip
 
@@ -83,7 +83,6 @@ class TauEpisode(Episode):
         self.tools, self._task, self._expected_hash, self.user = tools, task, expected_hash, user
         self.calls: list[ToolCall] = []
         self.said: list[str] = []  # every answer the agent wrote to the user (upstream's respond actions)
-        self.user_replies = 0
         self.transferred = False  # upstream ends the episode at transfer_to_human_agents
         self.aborted = False  # upstream's run raised (a tool returned None): scored 0
 
@@ -113,7 +112,6 @@ class TauEpisode(Episode):
         if self.user is None:
             return None
         reply = self.user.reply(answer)
-        self.user_replies += 1
         return None if STOP in reply else ({"role": "user", "content": reply},)
 
     def verify(self, final_answer: str) -> Verdict:
@@ -124,6 +122,9 @@ class TauEpisode(Episode):
         # what reached the user: the answers end_turn saw, or (an episode checked without it) the final answer
         said = "\n".join(self.said) if self.said or self.transferred else final_answer
         missing = outputs_found(self._task.get("outputs", []), said)
+        if self.user is not None:  # the simulated user's cost, reported beside the agent's
+            cost = {"user_turns": float(self.user.cost.turns), "user_tokens": float(self.user.cost.new_tokens)}
+            return Verdict(0.0, f"answer lacks required outputs {missing}", cost) if missing else Verdict(1.0, "ok", cost)
         return Verdict(0.0, f"answer lacks required outputs {missing}") if missing else Verdict(1.0, "ok")
 
 
@@ -136,7 +137,8 @@ class TauEnvironment(Environment):
 
     def __init__(
         self, domain: str = "retail", data_dir: str | os.PathLike[str] | None = None, tasks_path: str | None = None,
-        rules: str = "official", tasks: str = "ours", user: str | None = None,
+        rules: str = "official", tasks: str = "ours", user: str | None = None, user_model_path: str | None = None,
+        user_max_new_tokens: int = 128, user_temperature: float = 0.0, user_seed: int = 0,
     ) -> None:  # fmt: skip
         if domain not in DOMAINS:
             raise ValueError(f"unknown tau-bench domain {domain!r}; valid: {', '.join(DOMAINS)}")
@@ -145,6 +147,7 @@ class TauEnvironment(Environment):
         user = user or ("none" if tasks == "ours" else "scripted")
         if user not in USERS:
             raise ValueError(f"user must be one of {', '.join(USERS)}; got {user!r}")
+        self.users = None if user == "none" else UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed)
         self.rules = check_rules(rules)
         self.domain, self.task_set, self.user = domain, tasks, user
         self.name = f"tau_{domain}" if tasks == "ours" else f"tau_{domain}_{tasks}"
@@ -226,12 +229,13 @@ class TauEnvironment(Environment):
         return DOMAINS[self.domain].tool_schemas()
 
     def _user(self, raw: Mapping[str, Any]) -> UserSimulator:
-        return ScriptedUser(raw["instruction"], finish=STOP)
+        assert self.users is not None
+        return self.users.make(raw["instruction"], STOP)
 
     def reset(self, task: Task) -> Episode:
         user = None if self.user == "none" else self._user(task.ground_truth)
         if user is not None:
-            user.opening()  # the first message is in the task's prompt; the user continues from there
+            user.begin(task.messages[-1]["content"])  # the opening is in the task's prompt; the user goes on from it
         return TauEpisode(self.fresh_tools(), task.ground_truth, self.expected_hash(task.ground_truth), user)
 
 

@@ -169,7 +169,7 @@ def test_multi_turn_questions_go_to_the_scripted_user_until_it_finishes():
     reply = next_turn(episode, "Which merchant?")[0]
     assert reply and "I am Eve" in reply[0]["content"]
     assert next_turn(episode, "Which size?")[0] is None and episode.finished_by == "user"  # past max_replies: finish
-    assert episode.process == [] and episode.user_replies == 2
+    assert episode.process == [] and user.cost.turns == 2
 
 
 def test_a_task_naming_an_unknown_sandbox_is_an_error_naming_it(tmp_path):

@@ -1,0 +1,66 @@
+"""Simulated users: the scripted one, and a local chat model playing the user (the tiny Qwen3 saved as a folder here;
+tests_smollm2/test_model_user.py plays it with SmolLM2-135M-Instruct)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envsched_lightning.envs.acebench_agent import FINISH, AceBenchAgentEnvironment
+from envsched_lightning.envs.base import next_turn
+from envsched_lightning.envs.users import ModelUser, ScriptedUser, UserSettings, first_person, shared_chat_model
+from envsched_lightning.models import tiny_qwen3_policy
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def user_folder(tmp_path_factory) -> str:
+    """A tiny random Qwen3 with its chat template, saved as a Hugging Face folder (what user_model_path names)."""
+    policy = tiny_qwen3_policy(vocab_size=512, seed=3)
+    folder = tmp_path_factory.mktemp("user_model")
+    policy.model.save_pretrained(folder)
+    policy.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_first_person_and_the_scripted_user():
+    assert first_person("You are Grace. Your order is late; you want a refund.") == "I am Grace. My order is late; I want a refund."
+    user = ScriptedUser("You are Grace.", max_replies=1, finish="###STOP###")
+    user.begin(user.opening())
+    assert user.reply("Which order?").startswith("Everything I know is this: I am Grace.")
+    assert user.reply("Which date?") == "###STOP###" and user.cost.turns == 2
+
+
+def test_settings_refuse_what_cannot_run():
+    with pytest.raises(ValueError, match="user must be one of scripted, model"):
+        UserSettings("llm")
+    with pytest.raises(ValueError, match="user=model needs user_model_path"):
+        UserSettings("model")
+
+
+def test_a_model_user_replies_from_its_rules_and_counts_its_cost(user_folder):
+    model = shared_chat_model(user_folder, 8, 0.0, 0)
+    user = ModelUser("You are Eve. You want to send Frank a message.", model, FINISH)
+    opening = user.opening()
+    user.begin(opening)
+    reply = user.reply("Who should receive the message?")
+    assert isinstance(reply, str) and user.cost.turns == 1 and 0 < user.cost.new_tokens <= 8 and user.cost.prompt_tokens > 20
+    assert user.history[0]["role"] == "system" and "You are Eve" in user.history[0]["content"]
+    assert [m["role"] for m in user.history[1:]] == ["user", "assistant", "user", "assistant"]
+    again = ModelUser("You are Eve. You want to send Frank a message.", shared_chat_model(user_folder, 8, 0.0, 0), FINISH)
+    assert again.opening() == opening  # greedy: the same opening every time
+
+
+@pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")
+def test_an_environment_plays_its_tasks_with_a_model_user(user_folder):
+    env = AceBenchAgentEnvironment("agent_multi_turn", data_dir=DATA, user="model", user_model_path=user_folder,
+                                   user_max_new_tokens=6)  # fmt: skip
+    task = env.tasks()[0]
+    episode = env.reset(task)
+    nxt, failed = next_turn(episode, "Could you tell me the recipient's name?")
+    assert failed is None
+    verdict = episode.verify("")
+    assert verdict.scores["user_turns"] == (1.0 if nxt is not None or episode.finished_by == "user" else 0.0)
+    assert verdict.scores["user_tokens"] <= 6
