@@ -82,12 +82,17 @@ $(VLLM_STAMP): pyproject.toml
 
 setup-vllm: $(VLLM_STAMP)
 
+# tau-bench's own task lists come from GitHub (`data fetch tau_bench_tasks`): without them the rehearsal leaves
+# the experiment's two tau test environments out, and says so
+NO_TAU_TASKS := $(if $(wildcard $(ENVSCHED_DATA)/tau_bench_tasks),,~data.eval_envs.tau_retail_test ~data.eval_envs.tau_airline_test)
+
 # The headline experiment on real vLLM, CPU, a tiny Qwen3 checkpoint (head_dim 128, Qwen3's chat
 # template): only the model path, the trainer and the step count differ from the GPU run.
 rehearsal: $(VLLM_STAMP)
 	$(VLLM_RUN) -m envsched_lightning.models.checkpoint $(REHEARSAL_MODEL) --experiment envsched_qwen3_8b
+	$(if $(NO_TAU_TASKS),@echo "rehearsal: no tau_bench_tasks/ under $(ENVSCHED_DATA): tau_retail_test and tau_airline_test left out")
 	$(VLLM_RUN) train.py experiment=envsched_qwen3_8b model_path=$(REHEARSAL_MODEL) \
-		trainer=cpu model.policy.dtype=float32 steps=2 data.steps_per_epoch=2 $(ARGS)
+		trainer=cpu model.policy.dtype=float32 steps=2 data.steps_per_epoch=2 data.eval_env_tasks=2 $(NO_TAU_TASKS) $(ARGS)
 
 # about 2 minutes; a stuck engine prints every thread's stack after 10 minutes and stops at 20
 test-vllm: $(VLLM_STAMP)
