@@ -92,7 +92,8 @@ rehearsal: $(VLLM_STAMP)
 	$(VLLM_RUN) -m envsched_lightning.models.checkpoint $(REHEARSAL_MODEL) --experiment envsched_qwen3_8b
 	$(if $(NO_TAU_TASKS),@echo "rehearsal: no tau_bench_tasks/ under $(ENVSCHED_DATA): tau_retail_test and tau_airline_test left out")
 	$(VLLM_RUN) train.py experiment=envsched_qwen3_8b model_path=$(REHEARSAL_MODEL) \
-		trainer=cpu model.policy.dtype=float32 steps=2 data.steps_per_epoch=2 data.eval_env_tasks=2 $(NO_TAU_TASKS) $(ARGS)
+		trainer=cpu model.policy.dtype=float32 steps=2 data.steps_per_epoch=2 data.eval_env_tasks=2 $(NO_TAU_TASKS) \
+		data.eval_envs.acebench_agent_multi_step.max_turns=4 data.eval_envs.acebench_agent_multi_turn.max_turns=4 $(ARGS)
 
 # about 2 minutes; a stuck engine prints every thread's stack after 10 minutes and stops at 20
 test-vllm: $(VLLM_STAMP)

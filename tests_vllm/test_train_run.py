@@ -21,7 +21,8 @@ def test_a_vllm_training_run_finishes_without_a_shutdown_traceback(checkpoint_di
     args = [sys.executable, str(REPO / "train.py"), "experiment=envsched_qwen3_8b", f"model_path={checkpoint_dir}",
             "trainer=cpu", "model.policy.dtype=float32", "steps=1", "data.steps_per_epoch=1", "data.batch_size=4",
             "model.grpo.group_size=2", "data.eval_per_env=1", "env=[banking,calendar]", f"hydra.run.dir={tmp_path}", f"output_dir={tmp_path}",
-            "data.eval_env_tasks=1", *NO_TAU_TASKS]  # fmt: skip
+            "data.eval_env_tasks=1", *NO_TAU_TASKS, "data.eval_envs.acebench_agent_multi_step.max_turns=4",
+            "data.eval_envs.acebench_agent_multi_turn.max_turns=4"]  # fmt: skip
     run = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "step 1/1 | reward " in run.stdout and "done: 1 GRPO steps" in run.stdout
