@@ -122,10 +122,9 @@ class TauEpisode(Episode):
         # what reached the user: the answers end_turn saw, or (an episode checked without it) the final answer
         said = "\n".join(self.said) if self.said or self.transferred else final_answer
         missing = outputs_found(self._task.get("outputs", []), said)
-        if self.user is not None:  # the simulated user's cost, reported beside the agent's
-            cost = {"user_turns": float(self.user.cost.turns), "user_tokens": float(self.user.cost.new_tokens)}
-            return Verdict(0.0, f"answer lacks required outputs {missing}", cost) if missing else Verdict(1.0, "ok", cost)
-        return Verdict(0.0, f"answer lacks required outputs {missing}") if missing else Verdict(1.0, "ok")
+        cost = {} if self.user is None else {  # the simulated user's cost, reported beside the agent's
+            "user_turns": float(self.user.cost.turns), "user_tokens": float(self.user.cost.new_tokens)}
+        return Verdict(0.0, f"answer lacks required outputs {missing}", cost) if missing else Verdict(1.0, "ok", cost)
 
 
 class TauEnvironment(Environment):
