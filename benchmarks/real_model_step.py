@@ -13,12 +13,21 @@ amount). Rows switch the options on one at a time, then together:
 - ``compact schemas``: one signature line per tool in the system prompt instead of JSON schemas;
 - ``reuse logprobs``: pi_old from the sampler (the same model, reported by `HFEngine`) instead of a
   second forward pass;
+- ``top_layers=8 + compact, bfloat16``: the weights in bfloat16 (the adapters stay float32; CPUs with
+  AVX512-BF16 / AMX run bf16 matmuls several times faster than fp32). pi_old is recomputed: in bf16
+  the sampler's log-probs are not the trainer's (the gap column says how far; they serve the
+  truncated importance weights instead);
+- ``... + gqa + static cache``: attention over grouped key/value heads without copying them
+  (``attn_implementation=sdpa_gqa``) and a preallocated generation cache (``rollout.cache=static``);
 - ``vllm, top_layers=8 + compact`` (when vLLM is installed: run it from .venv-vllm): vLLM's CPU build
   generates, the adapter saved and reloaded after the update (vLLM's log-probs are not pi_old, so
   they are not reused).
 
 Each row starts from the same base weights and seed; rows alternate by round so machine noise hits
 all of them, and the table gives the median seconds and the ratio to the baseline of the same run.
+"pi_old gap" is the mean and largest |sampler log-prob - training forward's log-prob| over the
+generated tokens (measured between rollout and update, untimed): how far the sampler's log-probs are
+from the pi_old a recomputation gives, for rows whose sampler reports them.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ import torch  # noqa: E402
 
 from envsched_lightning.envs import make_env  # noqa: E402
 from envsched_lightning.grpo import group_advantages  # noqa: E402
+from envsched_lightning.rollout.types import pack_sequences  # noqa: E402
 from envsched_lightning.models import Policy, apply_lora, load_pretrained_policy  # noqa: E402
 from envsched_lightning.module import GRPOModule, TaskBatch  # noqa: E402
 from envsched_lightning.rollout import HFEngine  # noqa: E402
@@ -50,15 +60,23 @@ ROWS: dict[str, dict[str, Any]] = {
     "compact schemas": dict(tool_schemas="compact"),
     "reuse logprobs": dict(reuse=True),
     "all three": dict(top_layers=8, tool_schemas="compact", reuse=True),
+    "top_layers=8 + compact, bfloat16": dict(top_layers=8, tool_schemas="compact", dtype="bfloat16"),
+    "all three + gqa + static cache": dict(top_layers=8, tool_schemas="compact", reuse=True, attn="sdpa_gqa",
+                                           cache="static"),
+    "bfloat16 + gqa + static cache": dict(top_layers=8, tool_schemas="compact", dtype="bfloat16", attn="sdpa_gqa",
+                                          cache="static"),
     "vllm, top_layers=8 + compact": dict(top_layers=8, tool_schemas="compact", vllm=True),
 }
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 
 def build(base: Policy, folder: str, top_layers: int | None = None, tool_schemas: str = "json", reuse: bool = False,
-          vllm: bool = False) -> GRPOModule:  # fmt: skip
-    model = apply_lora(copy.deepcopy(base.model), dict(r=16, alpha=32, target_modules="all", top_layers=top_layers))
-    engine = HFEngine
+          vllm: bool = False, dtype: str = "float32", attn: str | None = None, cache: str = "dynamic") -> GRPOModule:  # fmt: skip
+    model = copy.deepcopy(base.model).to(getattr(torch, dtype))
+    if attn:
+        model.set_attn_implementation(attn)
+    model = apply_lora(model, dict(r=16, alpha=32, target_modules="all", top_layers=top_layers))
+    engine = partial(HFEngine, cache=cache, return_logprobs=dtype != "float32")
     if vllm:
         from envsched_lightning.rollout import VLLMEngine
 
@@ -80,17 +98,32 @@ def one_step(module: GRPOModule, batch: TaskBatch, seed: int) -> dict[str, float
     torch.manual_seed(seed)
     t0 = time.perf_counter()
     rollouts = module._rollouts(batch, module.grpo.group_size, module.sampling)
+    rollout_s = time.perf_counter() - t0
+    eps = rollouts.episodes
+    gap_mean, gap_max = pi_old_gap(module, eps)  # untimed, on the weights that sampled
     t1 = time.perf_counter()
     adv = group_advantages(rollouts.rewards(), module.grpo.scale_rewards)
     forced = torch.tensor([1.0, -1.0] * (module.grpo.group_size // 2) + [0.0] * (module.grpo.group_size % 2))
     advantages = torch.where(adv.zero_var[:, None], forced, adv.advantages).flatten()  # [B * G]
-    module._optimise(rollouts.episodes, advantages)
+    module._optimise(eps, advantages)
     module.engine.sync_weights(module.model)  # the next step samples the new adapter (vLLM: saved and reloaded)
-    t2 = time.perf_counter()
-    eps = rollouts.episodes
-    return dict(total_s=t2 - t0, rollout_s=t1 - t0, train_s=t2 - t1, turns=sum(e.turns for e in eps) / len(eps),
-                gen_tokens=sum(e.gen_tokens for e in eps), mean_len=sum(len(e.token_ids) for e in eps) / len(eps),
-                reward=sum(e.reward for e in eps) / len(eps))  # fmt: skip
+    train_s = time.perf_counter() - t1
+    return dict(total_s=rollout_s + train_s, rollout_s=rollout_s, train_s=train_s,
+                turns=sum(e.turns for e in eps) / len(eps), gen_tokens=sum(e.gen_tokens for e in eps),
+                mean_len=sum(len(e.token_ids) for e in eps) / len(eps), reward=sum(e.reward for e in eps) / len(eps),
+                gap_mean=gap_mean, gap_max=gap_max)  # fmt: skip
+
+
+@torch.no_grad()
+def pi_old_gap(module: GRPOModule, episodes: list) -> tuple[float, float]:
+    """Mean and max |sampler log-prob - training forward's log-prob| over generated tokens, on the
+    weights that sampled them (nan when the sampler does not report log-probs)."""
+    seqs = pack_sequences(episodes, module.tokenizer.pad_token_id, module.loop_kwargs["max_seq_len"])
+    if seqs.sample_logprobs is None:
+        return float("nan"), float("nan")
+    mask = seqs.loss_mask.bool()
+    diff = (module._logprobs(seqs) - seqs.sample_logprobs)[mask].abs()
+    return diff.mean().item(), diff.max().item()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -118,11 +151,12 @@ def main(argv: list[str] | None = None) -> None:
     med = {row: {k: statistics.median(x[k] for x in runs) for k in runs[0]} for row, runs in results.items()}
     first = med[args.rows[0]]["total_s"]
     print(f"\n8 tasks x G=4, <=64 new tokens per turn, {args.threads} threads, median of {args.rounds} rounds")
-    print("| option | step s | rollout s | train s | x baseline | turns/episode | tokens/episode |")
-    print("|---|---|---|---|---|---|---|")
+    print("| option | step s | rollout s | train s | x baseline | turns/episode | tokens/episode | pi_old gap mean / max |")
+    print("|---|---|---|---|---|---|---|---|")
     for row, m in med.items():
+        gap = "-" if m["gap_mean"] != m["gap_mean"] else f"{m['gap_mean']:.1e} / {m['gap_max']:.1e}"
         print(f"| {row} | {m['total_s']:.1f} | {m['rollout_s']:.1f} | {m['train_s']:.1f} | {m['total_s'] / first:.2f} "
-              f"| {m['turns']:.2f} | {m['mean_len']:.0f} |")  # fmt: skip
+              f"| {m['turns']:.2f} | {m['mean_len']:.0f} | {gap} |")  # fmt: skip
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
+from .attention import register_gqa_sdpa
 from .qwen3 import LoraSettings, Policy, _finish
 
 _SHOWN = 8  # weight names quoted in a load error
@@ -79,7 +80,8 @@ def load_pretrained_policy(
 
     `model_type` (e.g. ``"qwen3"``) refuses a folder of another family before its weights load.
     `lora.target_modules` may be ``attention`` or ``all`` (resolved per family, `families.py`) and
-    `lora.top_layers` adapts only the last k blocks (no backward pass through the frozen rest)."""
+    `lora.top_layers` adapts only the last k blocks (no backward pass through the frozen rest).
+    `attn_implementation="sdpa_gqa"` skips sdpa's copy of grouped key/value heads on CPU (`attention.py`)."""
     if not path:
         raise ValueError("model.policy.path is not set: pass model_path=/path/to/a/local/model/folder")
     source = local_source(path)
@@ -93,6 +95,7 @@ def load_pretrained_policy(
             f"the wrong architecture. Use model=pretrained (any causal LM) with model.policy.path={path}"
         )
     torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    register_gqa_sdpa()
     try:
         model, info = AutoModelForCausalLM.from_pretrained(
             source, dtype=torch_dtype, local_files_only=True, attn_implementation=attn_implementation,

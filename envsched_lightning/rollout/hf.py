@@ -40,6 +40,8 @@ class HFEngine:
     `return_logprobs` keeps each step's processed logits to report sampling log-probabilities
     (after temperature / top-k / top-p); it costs [n, L, V] memory, so it is off by default: the
     trainer recomputes log-probabilities with the training forward pass anyway.
+    `cache="static"` preallocates each call's key/value cache (prompt width + max_new_tokens) instead of
+    growing it by concatenation at every step: the same tokens, about a quarter less time on CPU.
     """
 
     def __init__(
@@ -48,9 +50,13 @@ class HFEngine:
         tokenizer: PreTrainedTokenizerBase,
         micro_batch: int = 64,
         return_logprobs: bool = False,
+        cache: str = "dynamic",
     ) -> None:
         if tokenizer.pad_token_id is None:
             raise ValueError("HFEngine needs a tokenizer with a pad token")
+        if cache not in ("dynamic", "static"):
+            raise ValueError(f"rollout.cache={cache!r}: expected 'dynamic' or 'static'")
+        self.cache = cache
         self.model = model
         self.tokenizer = tokenizer
         self.micro_batch = micro_batch
@@ -67,6 +73,10 @@ class HFEngine:
             return "the engine does not report log-probs (rollout.return_logprobs=false)"
         if sampling.temperature <= 0 or sampling.top_p < 1.0 or sampling.top_k:
             return "greedy, top-p or top-k sampling reports a truncated distribution"
+        dtype = next(self.model.parameters()).dtype
+        if dtype in (torch.bfloat16, torch.float16):
+            return (f"{dtype} weights: cached decoding and the training forward pass round differently (SmolLM2-135M "
+                    "in bfloat16: 0.045 nats apart on average, up to 0.24; float32: 1e-5); recompute pi_old")  # fmt: skip
         return None
 
     @torch.no_grad()
@@ -107,6 +117,7 @@ class HFEngine:
             output_scores=self.return_logprobs,
             return_dict_in_generate=True,
             use_cache=True,
+            cache_implementation=None if self.cache == "dynamic" else self.cache,
             **kwargs,
         )
         new = gen.sequences[:, width:].cpu()  # [n, L]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+
+import pytest
 import torch
 
 from envsched_lightning.grpo import token_logprobs
@@ -55,3 +58,30 @@ def test_generation_leaves_the_training_mode_alone(tiny_policy):
     model.train()
     HFEngine(model, tok).generate(prompts(tok)[:1], SamplingConfig(max_new_tokens=2))
     assert model.training
+
+
+def test_a_static_cache_samples_the_same_tokens(tiny_policy):
+    """`cache="static"` only changes where keys and values are kept: same draws, same log-probs."""
+    model, tok = tiny_policy
+    sampling = SamplingConfig(max_new_tokens=8, seed=3)
+    dynamic = HFEngine(model, tok, return_logprobs=True).generate(prompts(tok), sampling)
+    static = HFEngine(model, tok, return_logprobs=True, cache="static").generate(prompts(tok), sampling)
+    assert [c.token_ids for c in static] == [c.token_ids for c in dynamic]
+    for s, d in zip(static, dynamic):
+        torch.testing.assert_close(torch.tensor(s.logprobs), torch.tensor(d.logprobs), atol=1e-5, rtol=1e-5)
+
+
+def test_an_unknown_cache_is_refused(tiny_policy):
+    model, tok = tiny_policy
+    with pytest.raises(ValueError, match="rollout.cache='paged'"):
+        HFEngine(model, tok, cache="paged")
+
+
+def test_half_precision_logprobs_are_not_called_exact(tiny_policy):
+    """bf16 cached decoding and the training forward round differently: reusing them as pi_old is refused."""
+    model, tok = tiny_policy
+    sampling = SamplingConfig(max_new_tokens=4)
+    assert HFEngine(model, tok, return_logprobs=True).exact_logprobs(sampling) is None
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    why = HFEngine(half, tok, return_logprobs=True).exact_logprobs(sampling)
+    assert why and "bfloat16" in why and "recompute pi_old" in why
