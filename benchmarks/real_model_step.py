@@ -19,6 +19,7 @@ amount). Rows switch the options on one at a time, then together:
   truncated importance weights instead);
 - ``... + gqa + static cache``: attention over grouped key/value heads without copying them
   (``attn_implementation=sdpa_gqa``) and a preallocated generation cache (``rollout.cache=static``);
+- ``... + shared prefill``: each group's prompt prefilled once for its G rows (``rollout.share_prefill``);
 - ``vllm, top_layers=8 + compact`` (when vLLM is installed: run it from .venv-vllm): vLLM's CPU build
   generates, the adapter saved and reloaded after the update (vLLM's log-probs are not pi_old, so
   they are not reused).
@@ -63,20 +64,22 @@ ROWS: dict[str, dict[str, Any]] = {
     "top_layers=8 + compact, bfloat16": dict(top_layers=8, tool_schemas="compact", dtype="bfloat16"),
     "all three + gqa + static cache": dict(top_layers=8, tool_schemas="compact", reuse=True, attn="sdpa_gqa",
                                            cache="static"),
-    "bfloat16 + gqa + static cache": dict(top_layers=8, tool_schemas="compact", dtype="bfloat16", attn="sdpa_gqa",
-                                          cache="static"),
+    "all three + gqa + static cache + shared prefill": dict(top_layers=8, tool_schemas="compact", reuse=True,
+                                                            attn="sdpa_gqa", cache="static", share=True),
+    "bfloat16 + gqa + static cache + shared prefill": dict(top_layers=8, tool_schemas="compact", dtype="bfloat16",
+                                                           attn="sdpa_gqa", cache="static", share=True),
     "vllm, top_layers=8 + compact": dict(top_layers=8, tool_schemas="compact", vllm=True),
 }
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 
 def build(base: Policy, folder: str, top_layers: int | None = None, tool_schemas: str = "json", reuse: bool = False,
-          vllm: bool = False, dtype: str = "float32", attn: str | None = None, cache: str = "dynamic") -> GRPOModule:  # fmt: skip
+          vllm: bool = False, dtype: str = "float32", attn: str | None = None, cache: str = "dynamic", share: bool = False) -> GRPOModule:  # fmt: skip
     model = copy.deepcopy(base.model).to(getattr(torch, dtype))
     if attn:
         model.set_attn_implementation(attn)
     model = apply_lora(model, dict(r=16, alpha=32, target_modules="all", top_layers=top_layers))
-    engine = partial(HFEngine, cache=cache, return_logprobs=dtype != "float32")
+    engine = partial(HFEngine, cache=cache, share_prefill=share, return_logprobs=dtype != "float32")
     if vllm:
         from envsched_lightning.rollout import VLLMEngine
 

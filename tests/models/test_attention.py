@@ -60,10 +60,10 @@ def test_logits_and_gradients_equal_sdpa_on_a_left_padded_batch(llama_dir):
 @pytest.mark.parametrize("cache", ["dynamic", "static"])
 def test_greedy_generation_matches_sdpa_with_either_cache(llama_dir, cache):
     ids, mask = padded_batch()
-    prompts = [row[m.bool()].tolist() for row, m in zip(ids, mask)]  # ragged: the engine left-pads them again
+    prompts = [row[m.bool()].tolist() for row, m in zip(ids, mask)] * 2  # ragged, each twice (a shared prefill)
     greedy = SamplingConfig(max_new_tokens=12).greedy()
     ref_model, tok = load(llama_dir, "sdpa")
-    ref = HFEngine(ref_model, tok).generate(prompts, greedy)
+    ref = HFEngine(ref_model, tok, share_prefill=False).generate(prompts, greedy)
     model, tok = load(llama_dir, GQA_SDPA)
     out = HFEngine(model, tok, cache=cache).generate(prompts, greedy)
     assert [c.token_ids for c in out] == [c.token_ids for c in ref]

@@ -85,3 +85,23 @@ def test_half_precision_logprobs_are_not_called_exact(tiny_policy):
     half = copy.deepcopy(model).to(torch.bfloat16)
     why = HFEngine(half, tok, return_logprobs=True).exact_logprobs(sampling)
     assert why and "bfloat16" in why and "recompute pi_old" in why
+
+
+@pytest.mark.parametrize("cache", ["dynamic", "static"])
+def test_a_shared_prefill_samples_what_separate_prefills_sample(tiny_policy, cache):
+    """A group's G copies of one prompt are prefilled once: the same draws and log-probs as G prefills."""
+    model, tok = tiny_policy
+    group = [prompts(tok)[0]] * 3 + [prompts(tok)[1]] * 2 + [prompts(tok)[0][:-2]]  # repeats, another width
+    sampling = SamplingConfig(max_new_tokens=8, seed=5)
+    calls = []
+    hook = model.register_forward_pre_hook(lambda mod, args, kw: calls.append(kw["input_ids"].shape), with_kwargs=True)
+    try:
+        shared = HFEngine(model, tok, return_logprobs=True, cache=cache).generate(group, sampling)
+        prefill_rows = calls[0][0]
+        alone = HFEngine(model, tok, return_logprobs=True, cache=cache, share_prefill=False).generate(group, sampling)
+    finally:
+        hook.remove()
+    assert prefill_rows == 3  # three distinct prompts among six rows
+    assert [c.token_ids for c in shared] == [c.token_ids for c in alone]
+    for s, a in zip(shared, alone):
+        torch.testing.assert_close(torch.tensor(s.logprobs), torch.tensor(a.logprobs), atol=1e-5, rtol=1e-5)
