@@ -146,7 +146,9 @@ class TauEnvironment(Environment):
         user = user or ("none" if tasks == "ours" else "scripted")
         if user not in USERS:
             raise ValueError(f"user must be one of {', '.join(USERS)}; got {user!r}")
-        self.users = None if user == "none" else UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed)
+        self.user_settings = None if user == "none" else UserSettings(
+            user, user_model_path, user_max_new_tokens, user_temperature, user_seed
+        )  # how each episode's simulated user is made
         self.rules = check_rules(rules)
         self.domain, self.task_set, self.user = domain, tasks, user
         self.name = f"tau_{domain}" if tasks == "ours" else f"tau_{domain}_{tasks}"
@@ -228,8 +230,8 @@ class TauEnvironment(Environment):
         return DOMAINS[self.domain].tool_schemas()
 
     def _user(self, raw: Mapping[str, Any]) -> UserSimulator:
-        assert self.users is not None
-        return self.users.make(raw["instruction"], STOP)
+        assert self.user_settings is not None
+        return self.user_settings.make(raw["instruction"], STOP)
 
     def reset(self, task: Task) -> Episode:
         user = None if self.user == "none" else self._user(task.ground_truth)
