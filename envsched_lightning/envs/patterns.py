@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import ToolCall
+from .verify import CHECKS, VERIFIER_NAMES
 
 PATTERNS = ("single", "lookup_write", "multi_hop", "parallel", "missing_arg", "refuse")
 REFUSAL = "cannot"  # what a refusal must say; refuse tasks check for it in the answer
@@ -42,6 +43,12 @@ class Draft:
             raise ValueError(f"{self.source or 'draft'}: unknown pattern {self.pattern!r}; valid: {', '.join(PATTERNS)}")
         object.__setattr__(self, "turns", tuple(tuple(t) for t in self.turns))
         object.__setattr__(self, "checks", tuple(self.checks))
+        by_verifier = {v: k for k, v in VERIFIER_NAMES.items()}
+        for check in self.checks:
+            if check not in CHECKS:
+                hint = f" ({check!r} is the verifier; its check is {by_verifier[check]!r})" if check in by_verifier else ""
+                raise ValueError(f"{self.source or 'draft'} {self.task_id or self.request[:40]!r}: unknown check "
+                                 f"{check!r}{hint}; valid: {', '.join(CHECKS)}")  # fmt: skip
         object.__setattr__(self, "answer_contains", tuple(self.answer_contains))
         object.__setattr__(self, "related_tools", tuple(self.related_tools))
 

@@ -124,6 +124,16 @@ def test_ground_truth_that_fails_is_rejected_at_build_time():
         Broken(num_tasks=1).tasks()
 
 
+def test_a_draft_with_an_unknown_check_names_it_and_the_valid_ones():
+    class Misnamed(CounterWorld):
+        def draft_single(self, rng, state):
+            return Draft("single", "Add 1 to a.", ((call("bump", key="a", by=1),),), "Done.", ("state_match",))
+
+    with pytest.raises(ValueError, match=r"unknown check 'state_match' \('state_match' is the verifier; its check is "
+                                         r"'state'\); valid: state, calls, answer, no_call"):  # fmt: skip
+        Misnamed(num_tasks=1).tasks()
+
+
 def test_constructor_checks_its_options():
     with pytest.raises(ValueError, match="num_tasks"):
         CounterWorld(num_tasks=0)
