@@ -27,7 +27,7 @@ import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf, open_dict  # noqa: E402
 
-from envsched_lightning.console import quiet_known_noise  # noqa: E402
+from envsched_lightning.console import RunConfigError, config_errors_exit, quiet_known_noise  # noqa: E402
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
 
 
@@ -35,7 +35,7 @@ def training_rules(cfg: DictConfig) -> list[str]:
     """`env.<name>.rules=...` values other than official, refused unless `allow_training_rules`."""
     found = [f"env.{name}.rules={node.rules}" for name, node in cfg.env.items() if node.get("rules", "official") != "official"]
     if found and not cfg.get("allow_training_rules", False):
-        raise ValueError(f"{', '.join(found)}: training rules give rewards, not benchmark scores (docs/benchmarks.md); "
+        raise RunConfigError(f"{', '.join(found)}: training rules give rewards, not benchmark scores (docs/benchmarks.md); "
                          "evaluate with rules=official, or set allow_training_rules=true to get a labelled, unofficial table")  # fmt: skip
     return found
 
@@ -44,7 +44,7 @@ def check_limit(limit: Any) -> int | None:
     if limit is None:
         return None
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a positive int (tasks per environment) or null, got {limit!r}")
+        raise RunConfigError(f"limit must be a positive int (tasks per environment) or null, got {limit!r}")
     return limit
 
 
@@ -71,7 +71,7 @@ def check_run_policy(policy: Any, source: str, env_targets: set[str]) -> None:
     `_target_` among POLICY_BUILDERS; `_target_` of the tiny model's `envs` entries among the known
     environment classes; every other value a number, string, bool, null, list or mapping of them."""
     if policy.get("_target_") not in POLICY_BUILDERS:
-        raise ValueError(f"{source}: model.policy._target_={policy.get('_target_')!r} is not a known policy builder "
+        raise RunConfigError(f"{source}: model.policy._target_={policy.get('_target_')!r} is not a known policy builder "
                          f"({', '.join(POLICY_BUILDERS)}); refused")  # fmt: skip
 
     def walk(value: Any, key: str, env_node: bool) -> None:
@@ -79,18 +79,18 @@ def check_run_policy(policy: Any, source: str, env_targets: set[str]) -> None:
             for k, v in value.items():
                 where = f"{key}.{k}"
                 if str(k).startswith("_") and k != "_target_":
-                    raise ValueError(f"{source}: {where}: Hydra instantiation keys are refused in a run's policy")
+                    raise RunConfigError(f"{source}: {where}: Hydra instantiation keys are refused in a run's policy")
                 if k == "_target_" and key != "model.policy" and not (env_node and v in env_targets):
-                    raise ValueError(f"{source}: {where}={v!r}: only the policy builder and known environment "
+                    raise RunConfigError(f"{source}: {where}={v!r}: only the policy builder and known environment "
                                      "classes (the tiny tokenizer's envs) may be named; refused")  # fmt: skip
                 walk(v, where, False)
         elif isinstance(value, list):
             for i, v in enumerate(value):
                 walk(v, f"{key}[{i}]", key == "model.policy.envs")
         elif not isinstance(value, PLAIN):
-            raise ValueError(f"{source}: {key}: a {type(value).__name__} is not a plain value; refused")
+            raise RunConfigError(f"{source}: {key}: a {type(value).__name__} is not a plain value; refused")
         elif isinstance(value, str) and "${" in value:
-            raise ValueError(f"{source}: {key}={value!r}: interpolations are refused in a run's resolved config")
+            raise RunConfigError(f"{source}: {key}={value!r}: interpolations are refused in a run's resolved config")
 
     walk(OmegaConf.to_container(policy, resolve=False), "model.policy", False)
 
@@ -110,7 +110,7 @@ def use_run_policy(cfg: DictConfig) -> str | None:
         return None
     check_run_policy(run_policy, str(run_config), known_env_targets(cfg))
     if run_policy.get("_target_") != cfg.model.policy.get("_target_"):
-        raise ValueError(f"ckpt_path={cfg.ckpt_path} was written by a run whose model.policy is {run_policy.get('_target_')} "
+        raise RunConfigError(f"ckpt_path={cfg.ckpt_path} was written by a run whose model.policy is {run_policy.get('_target_')} "
                          f"({run_config}), but this config builds {cfg.model.policy.get('_target_')}: choose that model= group")  # fmt: skip
     with open_dict(cfg):
         if "path" in cfg.model.policy:
@@ -127,11 +127,11 @@ def load_weights(module: Any, path: str) -> str:
     try:
         missing, unexpected = module.load_state_dict(state, strict=False)
     except RuntimeError as err:  # shape mismatches
-        raise ValueError(f"ckpt_path={path} does not fit this model (another model config?): {str(err)[:400]}") from None
+        raise RunConfigError(f"ckpt_path={path} does not fit this model (another model config?): {str(err)[:400]}") from None
     frozen = {f"model.{n}" for n, p in module.model.named_parameters() if not p.requires_grad}
     lost = [k for k in missing if k not in frozen]
     if unexpected or lost:
-        raise ValueError(f"ckpt_path={path} does not fit this model (another model config or LoRA setting?): "
+        raise RunConfigError(f"ckpt_path={path} does not fit this model (another model config or LoRA setting?): "
                          f"{len(unexpected)} unexpected weights {unexpected[:3]}, {len(lost)} missing {lost[:3]}")  # fmt: skip
     kind = "adapter" if missing else "full model"
     return f"{len(state)} tensors ({kind})"
@@ -168,7 +168,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
 
     drop_unselected_envs(cfg)
     if not cfg.get("env"):
-        raise ValueError("env: no environment selected (env=[bfcl_simple,...])")
+        raise RunConfigError("env: no environment selected (env=[bfcl_simple,...])")
     unofficial = training_rules(cfg)
     limit = check_limit(cfg.get("limit"))
     torch.manual_seed(cfg.seed)
@@ -236,7 +236,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    evaluate(cfg)
+    with config_errors_exit():  # a setting the run cannot start with: its message, no traceback
+        evaluate(cfg)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from envsched_lightning.console import quiet_known_noise  # noqa: E402
+from envsched_lightning.console import RunConfigError, config_errors_exit, quiet_known_noise  # noqa: E402
 from envsched_lightning.distributed import end_process_group  # noqa: E402
 from envsched_lightning.run_dirs import register_resolver  # noqa: E402
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
@@ -82,7 +82,7 @@ def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> Non
     ckpt = read_checkpoint(path, mmap=True)  # keys only: Lightning reads it next
     key = type(datamodule).__qualname__
     if key not in ckpt and not without_scheduler:
-        raise ValueError(f"ckpt_path={path} has no {key} state (the scheduler's history); "
+        raise RunConfigError(f"ckpt_path={path} has no {key} state (the scheduler's history); "
                          "set resume_without_scheduler=true to resume with a fresh scheduler")  # fmt: skip
 
 
@@ -112,14 +112,14 @@ def set_run_length(cfg: DictConfig) -> None:
     from omegaconf import open_dict
 
     if (cfg.trainer.get("max_steps") or -1) > 0:
-        raise ValueError(f"trainer.max_steps={cfg.trainer.max_steps} counts optimiser steps (ppo_epochs x "
+        raise RunConfigError(f"trainer.max_steps={cfg.trainer.max_steps} counts optimiser steps (ppo_epochs x "
                          "num_mini_batches per GRPO step); set the run's length in GRPO steps with steps=N")  # fmt: skip
     if cfg.trainer.get("max_epochs") is not None:
-        raise ValueError(f"trainer.max_epochs={cfg.trainer.max_epochs}: the run's length is steps=N (GRPO steps); "
+        raise RunConfigError(f"trainer.max_epochs={cfg.trainer.max_epochs}: the run's length is steps=N (GRPO steps); "
                          "evaluation runs every data.steps_per_epoch steps")  # fmt: skip
     steps = cfg.get("steps")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int (GRPO steps of the run), got {steps!r}")
+        raise RunConfigError(f"steps must be a positive int (GRPO steps of the run), got {steps!r}")
     with open_dict(cfg):
         cfg.trainer.max_epochs = math.ceil(steps / cfg.data.steps_per_epoch)
 
@@ -143,7 +143,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     quiet_known_noise()
     set_torch_threads(cfg.get("torch_threads"))  # conf: OMP_NUM_THREADS when set, else the experiment's default
     if cfg.get("evaluate_only"):
-        raise ValueError("this experiment is an evaluation (evaluate_only: true): run it with `python evaluate.py "
+        raise RunConfigError("this experiment is an evaluation (evaluate_only: true): run it with `python evaluate.py "
                          "experiment=<name>`")  # fmt: skip
     if "sim" in cfg:
         return run_simulation(cfg)
@@ -181,7 +181,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> None:
-    train(cfg)
+    with config_errors_exit():  # a setting the run cannot start with: its message, no traceback
+        train(cfg)
 
 
 if __name__ == "__main__":

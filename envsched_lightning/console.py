@@ -7,7 +7,10 @@ merely looks like one of these still shows."""
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 NOISE = (
     r".*isinstance\(treespec, LeafSpec\)` is deprecated.*",  # Lightning internals on torch >= 2.13
@@ -39,3 +42,18 @@ def quiet_known_noise() -> None:
         for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
             logging.getLogger(name).handlers.clear()
             logging.getLogger(name).propagate = True
+
+
+class RunConfigError(ValueError):
+    """A setting a run cannot start with. The message names the key and what to set instead, so the
+    entry points print it alone (no traceback) and exit with status 2."""
+
+
+@contextmanager
+def config_errors_exit() -> Iterator[None]:
+    """`train.py` / `evaluate.py` main: a `RunConfigError` becomes `error: <message>` and exit 2."""
+    try:
+        yield
+    except RunConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

@@ -211,3 +211,15 @@ def test_steps_sets_the_number_of_grpo_steps(tmp_path, steps):
 def test_lightning_step_counters_are_refused_with_the_right_key(tmp_path, override, match):
     with pytest.raises(ValueError, match=match):
         train(tiny_cfg(tmp_path, override, "model._target_=no.such.Module"))
+
+
+def test_a_refused_setting_prints_its_message_without_a_traceback(tmp_path):
+    """From the command line a setting error is one line naming the key, and the exit status is 2."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "train.py", "trainer.max_steps=5", f"hydra.run.dir={tmp_path}/run"],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "error: trainer.max_steps=5 counts optimiser steps" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
