@@ -87,6 +87,8 @@ def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> Non
 
 
 log = logging.getLogger(__name__)
+
+
 def drop_unselected_envs(cfg: DictConfig) -> None:
     """Remove option-only `env` nodes before anything reads `env` (the DataModule, the tokenizer corpus).
 
@@ -95,6 +97,11 @@ def drop_unselected_envs(cfg: DictConfig) -> None:
     from omegaconf import open_dict
 
     envs = cfg.get("env") or {}
+    loose = [k for k, node in envs.items() if not isinstance(node, DictConfig)]
+    if loose:
+        raise RunConfigError(f"env.{loose[0]}={envs[loose[0]]!r}: every entry of env must be one environment's options. "
+                             "An environment yaml needs `# @package env.<name>` as its first line (see "
+                             "conf/env/banking.yaml); without it its keys land directly under env")  # fmt: skip
     with open_dict(cfg):
         for key in [k for k, node in envs.items() if "_target_" not in node]:
             log.info("env.%s: options for an environment that is not selected (env=[...]); ignored", key)

@@ -215,11 +215,20 @@ def test_lightning_step_counters_are_refused_with_the_right_key(tmp_path, overri
 
 def test_a_refused_setting_prints_its_message_without_a_traceback(tmp_path):
     """From the command line a setting error is one line naming the key, and the exit status is 2."""
-    import subprocess
-    import sys
-
     proc = subprocess.run([sys.executable, "train.py", "trainer.max_steps=5", f"hydra.run.dir={tmp_path}/run"],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+                          capture_output=True, text=True, timeout=300, cwd=REPO)  # fmt: skip
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "error: trainer.max_steps=5 counts optimiser steps" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_an_env_yaml_without_its_package_line_is_named(tmp_path):
+    """Without `# @package env.<name>` an env file's keys land directly under env: say so, not a TypeError."""
+    folder = tmp_path / "conf" / "env"
+    folder.mkdir(parents=True)
+    lines = (CONF / "env" / "banking.yaml").read_text().splitlines()
+    (folder / "mybank.yaml").write_text("\n".join(lines[1:]) + "\n")  # the package line dropped
+    proc = subprocess.run([sys.executable, "train.py", "env=mybank", f"hydra.searchpath=[file://{tmp_path}/conf]",
+                           f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True, timeout=300, cwd=REPO)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "error: env._target_=" in proc.stderr and "# @package env.<name>" in proc.stderr
