@@ -14,6 +14,7 @@ import json
 import math
 import numbers
 import warnings
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -129,10 +130,16 @@ def unstructured_envs(specs: Sequence[TaskSpec]) -> list[str]:
     return [e for e in first if e not in varied and size[e] > 1]
 
 
+_WARNED: weakref.WeakValueDictionary[int, TaskSpec] = weakref.WeakValueDictionary()  # id -> spec already warned of
+
+
 def warn_if_unstructured(specs: Sequence[TaskSpec]) -> list[str]:
-    """Warn (once per message, `UserWarning`) when environments' tasks all look alike; returns them."""
+    """Warn (`UserWarning`) when environments' tasks all look alike; returns them. The same spec objects
+    are warned about once: `specs_from_rows` checks them and a trainer given them does not say it again."""
     alike = unstructured_envs(specs)
-    if alike:
+    seen = bool(specs) and all(_WARNED.get(id(s)) is s for s in specs)
+    _WARNED.update({id(s): s for s in specs})
+    if alike and not seen:
         envs = {s.env for s in specs}
         which = "every environment" if len(alike) == len(envs) else f"{len(alike)} of {len(envs)} environments"
         shown = ", ".join(alike[:5]) + (", ..." if len(alike) > 5 else "")

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from envsched_lightning.adapters.specs import specs_from_rows, tool_names, unstructured_envs
+from envsched_lightning.adapters.specs import specs_from_rows, tool_names, unstructured_envs, warn_if_unstructured
 from envsched_lightning.scheduling import TaskSpec, build_scheduler
 
 SCHEMA = {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}
@@ -56,3 +56,14 @@ def test_specs_with_only_env_and_task_id_are_flagged():
     mixed = specs[:4] + [TaskSpec("logic", str(i), tools=(f"t{i}",)) for i in range(4)]
     with pytest.warns(UserWarning, match="1 of 2 environments"):
         assert specs_from_rows([{"env": s.env, "task_id": s.task_id, "tools": list(s.tools)} for s in mixed]) == mixed
+
+
+def test_the_same_specs_are_warned_about_once():
+    """`specs_from_rows` warns; a trainer handed those specs checks them again and stays quiet."""
+    rows = [{"env": e, "task_id": str(i)} for e in ("arith", "logic") for i in range(3)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        specs = specs_from_rows(rows)
+        assert warn_if_unstructured(specs) == ["arith", "logic"]  # still reported to the caller
+        assert warn_if_unstructured(specs_from_rows(rows, warn=False)) == ["arith", "logic"]  # new specs: warned
+    assert sum("no structure beyond the environment" in str(w.message) for w in caught) == 2
