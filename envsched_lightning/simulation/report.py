@@ -17,6 +17,7 @@ def summarize(runs: dict[str, list[RunResult]], baseline: str = "random", horizo
     # read off the baseline's own mean curve: a mean of its final scores taken in another order
     # can differ in the last bit and leave the baseline "never" reaching its own score
     target = float(np.mean([r.scores for r in base], 0)[horizon])
+    end = min(120, horizon)  # the run's last checkpoint: a 10-step run's columns say @10
     rows = []
     for label, rs in runs.items():
         curve = np.mean([r.scores for r in rs], 0)
@@ -28,12 +29,12 @@ def summarize(runs: dict[str, list[RunResult]], baseline: str = "random", horizo
         row = {
             "scheduler": label,
             **{f"score@{c}": float(np.mean([r.scores[c] for r in rs])) for c in CHECKPOINTS if c <= horizon},
-            "score_std@120": float(np.std([r.scores[min(120, horizon)] for r in rs])),
+            f"score_std@{end}": float(np.std([r.scores[end] for r in rs])),
             "steps_to_target": steps,
             "ratio": horizon / steps if steps > 0 else float("inf"),
             "seed_wins": f"{wins}/{len(rs)}",
             "rollouts_to_target": float(spent[int(steps)]) if np.isfinite(steps) else float("inf"),
-            "rollouts@120": float(np.mean([r.rollouts[min(120, horizon) - 1] for r in rs])),
+            f"rollouts@{end}": float(np.mean([r.rollouts[end - 1] for r in rs])),
             "zero_var_frac": float(np.mean([np.mean(r.zero_var) for r in rs])),
             "group_std": float(np.mean([np.mean(r.group_std) for r in rs])),
             "sched_ms_per_step": 1000 * float(np.mean([np.mean(r.sched_seconds) for r in rs])),

@@ -106,4 +106,6 @@ def test_uniform_reaches_its_own_final_score_at_the_horizon_whatever_the_float_r
         assert world_rows({"random": per_seed}, 12)["random"]["ratio"] == 1.0
         runs = [RunResult("random", s, scores=curves[s].tolist(), rollouts=list(range(1, 13)), zero_var=[0.0] * 12,
                           group_std=[0.0] * 12, sched_seconds=[0.0] * 12) for s in range(seeds)]
-        assert summarize({"random": runs}, horizon=12)[0]["steps_to_target"] == 12.0
+        row = summarize({"random": runs}, horizon=12)[0]
+        assert row["steps_to_target"] == 12.0
+        assert "score_std@12" in row and "rollouts@12" in row and not any("@120" in k for k in row)  # the run's end
