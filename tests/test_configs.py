@@ -61,3 +61,15 @@ def test_cfg_job_prints_the_real_experiment():
     assert out.returncode == 0, out.stderr
     for needle in ("load_pretrained_qwen3", "VLLMEngine", "group_size: 8", "WandbLogger", "steps_per_epoch: 10", "steps: 120", "total_steps: 120"):
         assert needle in out.stdout
+
+
+def test_a_world_takes_a_task_file_without_a_plus(tmp_path):
+    """`env.<name>.tasks_path=...` is a key of every built-in world: no `+` needed, and num_tasks caps the file."""
+    from envsched_lightning.envs import make_env, save_tasks_jsonl
+
+    path = tmp_path / "bank.jsonl"
+    save_tasks_jsonl(path, make_env("banking", num_tasks=9).tasks())
+    cfg = compose_with("env=[banking]", f"env.banking.tasks_path={path}", "env.banking.num_tasks=null")
+    assert len(instantiate(cfg.env.banking).tasks()) == 9
+    cfg = compose_with("env=[banking]", f"env.banking.tasks_path={path}", "env.banking.num_tasks=4")
+    assert len(instantiate(cfg.env.banking).tasks()) == 4

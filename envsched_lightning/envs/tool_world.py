@@ -123,6 +123,9 @@ class ToolEpisode(Episode):
                 "n_tool_errors": float(self.n_tool_errors), "n_turns": float(self.n_turns)}
 
 
+DEFAULT_NUM_TASKS = 200  # generated tasks when num_tasks is null
+
+
 class ToolWorld(Environment):
     """A stateful world: subclasses define `build_state`, `@tool` methods and ``draft_<pattern>`` methods.
 
@@ -142,10 +145,10 @@ class ToolWorld(Environment):
         tools.update({v._tool_spec.name: v._tool_spec for v in cls.__dict__.values() if hasattr(v, "_tool_spec")})
         cls._tools = tools
 
-    def __init__(self, num_tasks: int = 200, seed: int = 0, tasks_path: str | None = None, offer: str = "task",
+    def __init__(self, num_tasks: int | None = None, seed: int = 0, tasks_path: str | None = None, offer: str = "task",
                  system_prompt: str | None = None) -> None:
-        if num_tasks < 1:
-            raise ValueError(f"{type(self).__name__}: num_tasks must be >= 1, got {num_tasks}")
+        if num_tasks is not None and num_tasks < 1:
+            raise ValueError(f"{type(self).__name__}: num_tasks must be >= 1 or null, got {num_tasks}")
         if offer not in ("task", "all"):
             raise ValueError(f"{type(self).__name__}: offer must be 'task' or 'all', got {offer!r}")
         missing = [p for p in self.patterns if p not in PATTERNS or not hasattr(self, f"draft_{p}")]
@@ -196,7 +199,7 @@ class ToolWorld(Environment):
 
     def _generate(self) -> list[Draft]:
         drafts, seen = [], set()
-        for i in range(self.num_tasks):
+        for i in range(self.num_tasks or DEFAULT_NUM_TASKS):
             pattern = self.patterns[i % len(self.patterns)]
             rng = random.Random(f"{self.name}:{self.seed}:{i}")
             draw = getattr(self, f"draft_{pattern}")
@@ -211,7 +214,13 @@ class ToolWorld(Environment):
     def _load_drafts(self) -> list[Draft]:
         from .tasks_io import load_tasks_jsonl
 
-        return load_tasks_jsonl(self.tasks_path)
+        drafts = load_tasks_jsonl(self.tasks_path)
+        if self.num_tasks is None:
+            return drafts
+        if self.num_tasks > len(drafts):
+            raise ValueError(f"{self.name}: tasks_path={self.tasks_path} holds {len(drafts)} tasks, num_tasks="
+                             f"{self.num_tasks} asks for more (num_tasks=null: every task of the file)")  # fmt: skip
+        return drafts[: self.num_tasks]  # the file's first num_tasks, as a longer generated list extends a shorter
 
     def build_task(self, draft: Draft) -> Task:
         """Replay the oracle on a fresh state to get the expected changes, and describe the task."""

@@ -25,7 +25,11 @@ def test_generated_tasks_round_trip_through_a_file(tmp_path):
     save_tasks_jsonl(tmp_path / "again.jsonl", load_tasks_jsonl(path))
     assert (tmp_path / "again.jsonl").read_text() == path.read_text()
     user = make_env("banking", tasks_path=str(path))
-    assert [t.spec for t in user.tasks()] == [t.spec for t in env.tasks()]
+    assert [t.spec for t in user.tasks()] == [t.spec for t in env.tasks()]  # num_tasks null: the whole file
+    assert [t.spec for t in make_env("banking", tasks_path=str(path), num_tasks=12).tasks()] == [
+        t.spec for t in env.tasks()[:12]]  # fmt: skip
+    with pytest.raises(ValueError, match=r"bank.jsonl holds 30 tasks, num_tasks=31 asks for more"):
+        make_env("banking", tasks_path=str(path), num_tasks=31).tasks()
     for task in user.tasks():
         assert run_scripted(user, task, oracle_turns(task))[0].reward == 1.0
 
