@@ -8,7 +8,10 @@ and Qwen3's own chat template, and a `generation_config.json` whose end tokens a
 rendered by that template, teaches the random model to write tool calls and stop, so a rehearsal
 exercises tool turns, rewards and end tokens instead of 1,024 tokens of noise per turn.
 
-    python -m envsched_lightning.models.checkpoint OUT_DIR [--experiment envsched_qwen3_8b] [--sft-steps 150]
+    python -m envsched_lightning.models.checkpoint OUT_DIR [--experiment tiny_cpu] [--sft-steps 150]
+
+The experiment picks the environments whose text the tokenizer learns: `tiny_cpu` (the default) needs
+only the built-in worlds; `envsched_qwen3_8b` (what `make rehearsal` writes) needs the benchmark data.
 """
 
 from __future__ import annotations
@@ -104,15 +107,16 @@ def experiment_envs(experiment: str, overrides: Sequence[str] = ()) -> tuple[lis
     conf = Path(__file__).resolve().parents[2] / "conf"
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         cfg = compose("train", overrides=[f"experiment={experiment}", *overrides])
-    envs = [instantiate(node) for node in cfg.env.values()]
-    kwargs = OmegaConf.to_container(cfg.model.get("chat_template_kwargs") or {}, resolve=True)
+    envs = [instantiate(node) for node in cfg.env.values() if "_target_" in node]  # not options of unselected ones
+    template = cfg.model.get("chat_template_kwargs")
+    kwargs = {} if template is None else OmegaConf.to_container(template, resolve=True)
     return envs, kwargs
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir")
-    parser.add_argument("--experiment", default="envsched_qwen3_8b")
+    parser.add_argument("--experiment", default="tiny_cpu")
     parser.add_argument("--sft-steps", type=int, default=150)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
