@@ -442,7 +442,7 @@ def plot(results: dict[str, list[dict]], warm: dict, setup: Setup, path: Path | 
     ax.set_ylabel("held-out score (mean over trained environments)")
     seeds = sorted({len(r) for r in results.values()})
     n = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-    ax.set_title(f"tiny Qwen3 GRPO, mean of {n} seeds (band: 95% bootstrap CI)\non {', '.join(setup.trained_envs)}",
+    ax.set_title(f"GRPO, experiment={setup.experiment}, mean of {n} seeds (band: 95% bootstrap CI)\non {', '.join(setup.trained_envs)}",
                  pad=8, fontsize=9)  # fmt: skip  (two lines: a pool with benchmark environments is a long list)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, ncol=2)
