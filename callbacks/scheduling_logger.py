@@ -29,18 +29,22 @@ COLUMNS = ["step", "env", "task_id", "priority", "predicted", "coverage", "penal
 
 
 def decision_rows(decision: Decision, groups: list[RolloutGroup], specs: tuple[TaskSpec, ...]) -> list[dict[str, Any]]:
-    """One row per scheduled task: the decision's components joined with the realised rewards."""
+    """One row per scheduled task: the decision's components joined with the realised rewards.
+
+    The `COLUMNS` come first (`coverage` is None for a scheduler without one); every other score
+    component the scheduler's `_priorities` returned follows under its own name."""
     by_index = {g.index: g for g in groups}
     rows = decision.rows or [{"index": i, "env": specs[i].env, "task_id": specs[i].task_id, "priority": 0.0} for i in decision.indices]
     out = []
     for row in rows:
         g = by_index.get(row["index"])
-        out.append({
+        fixed = {
             "step": decision.step, "env": row["env"], "task_id": row["task_id"], "priority": row["priority"],
-            "predicted": row.get("predicted", row["priority"]), "coverage": row.get("coverage", 0.0),
+            "predicted": row.get("predicted", row["priority"]), "coverage": row.get("coverage"),
             "penalty": row.get("penalty", 0.0),
             "reward_mean": float("nan") if g is None else g.mean, "reward_std": float("nan") if g is None else g.std,
-        })  # fmt: skip
+        }  # fmt: skip
+        out.append(fixed | {k: v for k, v in row.items() if k not in fixed and k != "index"})
     return out
 
 
@@ -131,7 +135,8 @@ class SchedulingLoggerCallback(Callback):
         wandb = [lg for lg in trainer.loggers if isinstance(lg, WandbLogger)]
         if step % self.table_every == 0:
             for lg in wandb:
-                lg.log_table("sched/decisions", columns=COLUMNS, data=[[r[c] for c in COLUMNS] for r in rows])
+                columns = list(dict.fromkeys(c for r in rows for c in r))  # COLUMNS, then the scheduler's own
+                lg.log_table("sched/decisions", columns=columns, data=[[r.get(c) for c in columns] for r in rows])
         if (step + 1) % self.plot_every == 0:
             self._plot(trainer, wandb)
 

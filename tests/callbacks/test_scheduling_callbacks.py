@@ -81,3 +81,22 @@ def test_logger_state_round_trips_and_heatmap_is_written(tmp_path):
     assert other.rollouts == [[3, 3, 0]] and other.first_step == 7 and len(other.points) == 2
     path = save_heatmap(np.asarray(other.rollouts, float).T, other.env_names, tmp_path / "h.png", other.first_step)
     assert path.stat().st_size > 1000
+
+
+def test_a_custom_schedulers_own_components_reach_the_rows():
+    """A scheduler scoring by its own components logs those, not envsched's (`coverage` absent, not 0)."""
+    from envsched_lightning.scheduling import Scheduler
+
+    class Fewest(Scheduler):
+        name = "fewest"
+
+        def _priorities(self, batch_size):
+            novelty = 1.0 / (1.0 + self.history.count)  # [N]
+            return {"priority": novelty + 1e-3 * self.rng.random(self.num_tasks), "novelty": novelty}
+
+    sched = Fewest(SPECS, seed=0)
+    idx = sched.select(3)
+    rows = decision_rows(sched.last_decision(), [RolloutGroup(i, (0.0, 1.0)) for i in idx], SPECS)
+    assert all(r["novelty"] == 1.0 and r["coverage"] is None for r in rows)
+    assert list(rows[0])[:9] == ["step", "env", "task_id", "priority", "predicted", "coverage", "penalty",
+                                 "reward_mean", "reward_std"]  # fmt: skip
