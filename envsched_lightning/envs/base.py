@@ -11,22 +11,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envsched_lightning.scheduling import TaskSpec
 
+from .calls import ToolCall
+from .parsing import ParsedTurn, parse_tool_calls
 from .time_limit import DEFAULT_TOOL_TIME_LIMIT, ToolTimeout, call_with_time_limit
-
-if TYPE_CHECKING:
-    from .parsing import ParsedTurn
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One parsed `<tool_call>` block: a tool name and its JSON arguments."""
-
-    name: str
-    arguments: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -96,8 +87,6 @@ class Episode(ABC):
         `time_limit`: seconds per call (the turn's calls share calls x limit; None: no limit); past
         it the calls are interrupted and answered with an error (`time_limit.call_with_time_limit`).
         """
-        from .parsing import parse_tool_calls
-
         parsed = (parse or parse_tool_calls)(text)
         limit = None if time_limit is None or time_limit <= 0 else time_limit * len(parsed.calls)
         try:

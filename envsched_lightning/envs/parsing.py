@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .base import ToolCall
+from .calls import ToolCall
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"

@@ -7,10 +7,9 @@ from .qwen3 import (
     Policy,
     apply_lora,
     build_tiny_qwen3,
-    load_pretrained_qwen3,
     tiny_qwen3_policy,
 )
-from .pretrained import CheckpointMismatch, load_pretrained_policy
+from .pretrained import CheckpointMismatch, load_pretrained_policy, load_pretrained_qwen3
 from .tokenizer import SPECIAL_TOKENS, build_offline_tokenizer, environment_corpus
 
 __all__ = [

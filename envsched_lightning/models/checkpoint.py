@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .chat_template import reference_chat_template
-from .qwen3 import Policy, build_tiny_qwen3, load_pretrained_qwen3
+from .pretrained import load_pretrained_qwen3
+from .qwen3 import Policy, build_tiny_qwen3
 from .tokenizer import build_offline_tokenizer
 
 if TYPE_CHECKING:

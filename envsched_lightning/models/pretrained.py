@@ -112,6 +112,21 @@ def load_pretrained_policy(
     return Policy(_finish(model, lora, gradient_checkpointing), tokenizer)
 
 
+def load_pretrained_qwen3(
+    path: str,
+    dtype: str | torch.dtype = "bfloat16",
+    lora: LoraSettings | Mapping[str, Any] | None = None,
+    gradient_checkpointing: bool = True,
+    attn_implementation: str | None = None,
+) -> Policy:
+    """Real Qwen3 weights and tokenizer from a local directory (or the local HF cache), with LoRA.
+
+    `load_pretrained_policy` with ``model_type="qwen3"``: a folder of another family, or one whose
+    weights do not match Qwen3's, is refused; `FileNotFoundError` with instructions when the weights
+    are not on this machine."""
+    return load_pretrained_policy(path, dtype, lora, gradient_checkpointing, attn_implementation, model_type="qwen3")
+
+
 def _ready_tokenizer(tokenizer: Any, model: PreTrainedModel) -> None:
     """Left padding for batched generation, and a pad token that is an existing token (never a new row)."""
     tokenizer.padding_side = "left"

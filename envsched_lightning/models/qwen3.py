@@ -140,20 +140,3 @@ def _finish(model: torch.nn.Module, lora: Any, gradient_checkpointing: bool) -> 
         if lora is not None:
             base.disable_input_require_grads()
     return model
-
-
-def load_pretrained_qwen3(
-    path: str,
-    dtype: str | torch.dtype = "bfloat16",
-    lora: LoraSettings | Mapping[str, Any] | None = None,
-    gradient_checkpointing: bool = True,
-    attn_implementation: str | None = None,
-) -> Policy:
-    """Real Qwen3 weights and tokenizer from a local directory (or the local HF cache), with LoRA.
-
-    `load_pretrained_policy` with ``model_type="qwen3"``: a folder of another family, or one whose
-    weights do not match Qwen3's, is refused; `FileNotFoundError` with instructions when the weights
-    are not on this machine."""
-    from .pretrained import load_pretrained_policy
-
-    return load_pretrained_policy(path, dtype, lora, gradient_checkpointing, attn_implementation, model_type="qwen3")

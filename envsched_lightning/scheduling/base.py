@@ -99,7 +99,7 @@ class Scheduler(ABC):
         result = fill_batch(keys, batch_size, self.env_ids, self.num_envs, self.quota, self.penalty, eligible,
                             self.env_members)
         self._selections += 1
-        self._last_decision = Decision.build(self, step, result, keys, components)
+        self._last_decision = Decision.build(self.specs, self.env_ids, self.env_names, step, result, keys, components)
         return result.indices
 
     def update(self, groups: Sequence[RolloutGroup]) -> None:

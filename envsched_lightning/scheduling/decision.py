@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from .base import Scheduler
     from .selection import FillResult
+    from .types import TaskSpec
 
 
 @dataclass
@@ -22,16 +23,18 @@ class Decision:
 
     @classmethod
     def build(
-        cls, sched: Scheduler, step: int, result: FillResult, keys: np.ndarray, components: dict[str, np.ndarray]
-    ) -> Decision:
+        cls, specs: Sequence[TaskSpec], env_ids: np.ndarray, env_names: Sequence[str], step: int, result: FillResult,
+        keys: np.ndarray, components: dict[str, np.ndarray],
+    ) -> Decision:  # fmt: skip
+        """The record of one fill: `env_ids` [N] index `env_names`; `keys` [N] and each component [N]."""
         rows = []
         for pos, i in enumerate(result.indices):
-            spec = sched.specs[i]
+            spec = specs[i]
             row: dict[str, Any] = {"index": i, "env": spec.env, "task_id": spec.task_id, "priority": float(keys[i])}
             for name, arr in components.items():
                 row[name] = float(arr[i])
             row["penalty"] = float(result.penalties[pos])
             rows.append(row)
-        counts = np.bincount(sched.env_ids[result.indices], minlength=sched.num_envs)
-        env_counts = {e: int(c) for e, c in zip(sched.env_names, counts)}
+        counts = np.bincount(env_ids[result.indices], minlength=len(env_names))
+        env_counts = {e: int(c) for e, c in zip(env_names, counts)}
         return cls(step, list(result.indices), rows, env_counts, list(result.relaxations))
