@@ -72,18 +72,40 @@ def output_paths(trainer: Any) -> dict[str, str | None]:
     }
 
 
-def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> None:
-    """A resume checkpoint that is readable and carries the scheduler's state, or an error naming it.
+def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> tuple[int, int]:
+    """(GRPO step, epoch) of a readable resume checkpoint that carries the scheduler's state, or an error naming it.
 
     Without the DataModule's state the run would resume the model with a fresh scheduler history
-    (every task unseen again); `resume_without_scheduler=true` does that on purpose."""
+    (every task unseen again); `resume_without_scheduler=true` does that on purpose (its step is 0)."""
     from envsched_lightning.checkpoints import read_checkpoint
 
     ckpt = read_checkpoint(path, mmap=True)  # keys only: Lightning reads it next
     key = type(datamodule).__qualname__
     if key not in ckpt and not without_scheduler:
         raise RunConfigError(f"ckpt_path={path} has no {key} state (the scheduler's history); "
-                         "set resume_without_scheduler=true to resume with a fresh scheduler")  # fmt: skip
+                             "set resume_without_scheduler=true to resume with a fresh scheduler")  # fmt: skip
+    step = int(ckpt[key].get("step", 0)) if key in ckpt and not without_scheduler else 0
+    return step, int(ckpt.get("epoch", 0))
+
+
+def extend_run_length(cfg: DictConfig, path: str, step: int, epoch: int) -> None:
+    """A resumed run goes on to `steps` whatever the epoch boundaries: refuse a length it has reached.
+
+    Lightning counts epochs from the checkpoint's, and an epoch cut short by the end of the earlier
+    run still counts as one, so `set_run_length`'s epoch cap would stop a short extension before its
+    first step; the DataModule stops the run at `steps` (`data.total_steps`), so the cap here only
+    leaves room: the checkpoint's epoch, plus one, plus the epochs the remaining steps need."""
+    import math
+
+    from omegaconf import open_dict
+
+    if cfg.steps <= step:
+        raise RunConfigError(f"steps={cfg.steps}: ckpt_path={path} is at GRPO step {step} already; set steps above "
+                             f"it to continue (steps={step + cfg.data.steps_per_epoch} runs {cfg.data.steps_per_epoch} "
+                             "more)")  # fmt: skip
+    with open_dict(cfg):
+        cfg.trainer.max_epochs = epoch + 1 + math.ceil((cfg.steps - step) / cfg.data.steps_per_epoch)
+    log.info("resuming from %s at GRPO step %d: steps %d to %d", path, step, step + 1, cfg.steps)
 
 
 log = logging.getLogger(__name__)
@@ -171,7 +193,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     callbacks = instantiate_each(cfg.get("callbacks"))
     install_constraints(callbacks, datamodule.scheduler)  # infeasible quotas fail here, before the model loads
     if cfg.get("ckpt_path"):
-        check_checkpoint(cfg.ckpt_path, datamodule, bool(cfg.get("resume_without_scheduler", False)))
+        step, epoch = check_checkpoint(cfg.ckpt_path, datamodule, bool(cfg.get("resume_without_scheduler", False)))
+        extend_run_length(cfg, cfg.ckpt_path, step, epoch)
     model = instantiate(cfg.model)
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_each(cfg.get("logger")) or False,
                           plugins=[SafeCheckpointIO()])  # atomic saves; loads never unpickle code

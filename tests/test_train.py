@@ -232,3 +232,20 @@ def test_an_env_yaml_without_its_package_line_is_named(tmp_path):
                            f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True, timeout=300, cwd=REPO)  # fmt: skip
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "error: env._target_=" in proc.stderr and "# @package env.<name>" in proc.stderr
+
+
+@pytest.mark.parametrize(("per_epoch", "first", "then"), [(10, 3, 5), (3, 3, 5), (2, 3, 6)])
+def test_a_resumed_run_goes_on_to_steps_across_epoch_boundaries(tmp_path, per_epoch, first, then):
+    """`ckpt_path=... steps=N` runs the steps after the checkpoint's up to N, whether the earlier run ended
+    mid-epoch (3 of 10), on a boundary (3 of 3) or the extension crosses several (3 -> 6 by 2s); every
+    path it prints is the new run's; N at or below the checkpoint's step is refused."""
+    common = (f"data.steps_per_epoch={per_epoch}", "model.warm_start.steps=0", "~callbacks.scheduling_logger")
+    earlier = train(tiny_cfg(tmp_path / "a", *common, f"steps={first}"))
+    assert earlier["objects"]["datamodule"].step == first
+    ckpt = earlier["checkpoint"]
+    more = train(tiny_cfg(tmp_path / "b", *common, f"steps={then}", f"ckpt_path={ckpt}"))
+    assert more["objects"]["datamodule"].step == then
+    assert more["checkpoint"] != ckpt and Path(more["checkpoint"]).is_relative_to(tmp_path / "b")
+    assert "eval/score" in more["metrics"]
+    with pytest.raises(ValueError, match=rf"steps={first}: ckpt_path=.* is at GRPO step {first} already"):
+        train(tiny_cfg(tmp_path / "c", *common, f"steps={first}", f"ckpt_path={ckpt}", "model._target_=no.such.Module"))
