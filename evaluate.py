@@ -16,7 +16,9 @@ reason), which `python -m envsched_lightning.envs.score` re-scores offline.
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,25 +76,57 @@ def check_run_policy(policy: Any, source: str, env_targets: set[str]) -> None:
         raise RunConfigError(f"{source}: model.policy._target_={policy.get('_target_')!r} is not a known policy builder "
                          f"({', '.join(POLICY_BUILDERS)}); refused")  # fmt: skip
 
-    def walk(value: Any, key: str, env_node: bool) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                where = f"{key}.{k}"
-                if str(k).startswith("_") and k != "_target_":
-                    raise RunConfigError(f"{source}: {where}: Hydra instantiation keys are refused in a run's policy")
-                if k == "_target_" and key != "model.policy" and not (env_node and v in env_targets):
-                    raise RunConfigError(f"{source}: {where}={v!r}: only the policy builder and known environment "
-                                     "classes (the tiny tokenizer's envs) may be named; refused")  # fmt: skip
-                walk(v, where, False)
-        elif isinstance(value, list):
-            for i, v in enumerate(value):
-                walk(v, f"{key}[{i}]", key == "model.policy.envs")
-        elif not isinstance(value, PLAIN):
-            raise RunConfigError(f"{source}: {key}: a {type(value).__name__} is not a plain value; refused")
-        elif isinstance(value, str) and "${" in value:
-            raise RunConfigError(f"{source}: {key}={value!r}: interpolations are refused in a run's resolved config")
+    def target_ok(node: str, target: Any) -> bool:  # the builder itself, or one of the tiny model's envs
+        return node == "model.policy" or (re.fullmatch(r"model\.policy\.envs\[\d+\]", node) is not None and target in env_targets)
 
-    walk(OmegaConf.to_container(policy, resolve=False), "model.policy", False)
+    check_plain(OmegaConf.to_container(policy, resolve=False), "model.policy", source, target_ok,
+                "only the policy builder and known environment classes (the tiny tokenizer's envs) may be named")  # fmt: skip
+
+
+def check_plain(value: Any, key: str, source: str, target_ok: Callable[[str, Any], bool], allowed: str) -> None:
+    """Refuse, by key, any value of a run's config file but plain data and the `_target_`s `target_ok`
+    accepts (`target_ok(key of the mapping, target)`); `allowed` says which those are."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            where = f"{key}.{k}"
+            if str(k).startswith("_") and k != "_target_":
+                raise RunConfigError(f"{source}: {where}: Hydra instantiation keys are refused in a run's config")
+            if k == "_target_" and not target_ok(key, v):
+                raise RunConfigError(f"{source}: {where}={v!r}: {allowed}; refused")
+            check_plain(v, where, source, target_ok, allowed)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_plain(v, f"{key}[{i}]", source, target_ok, allowed)
+    elif not isinstance(value, PLAIN):
+        raise RunConfigError(f"{source}: {key}: a {type(value).__name__} is not a plain value; refused")
+    elif isinstance(value, str) and "${" in value:
+        raise RunConfigError(f"{source}: {key}={value!r}: interpolations are refused in a run's resolved config")
+
+
+def run_held_out(cfg: DictConfig) -> tuple[list[tuple[Any, Any]], dict[str, Any], str]:
+    """`split=held_out`: the (task, environment) pairs the checkpoint's run held out, built as that run
+    built them (its env and data.eval_envs from its config_resolved.yaml, its eval_per_env and
+    eval_env_tasks), so the scores cover no task the run trained on. Returns (pairs, envs, source)."""
+    from datamodules.task_pool import build_pool
+
+    if not cfg.get("ckpt_path"):
+        raise RunConfigError("split=held_out: the held-out tasks are a run's; set ckpt_path=<run>/checkpoints/last.ckpt")
+    source = Path(cfg.ckpt_path).resolve().parent.parent / "config_resolved.yaml"
+    if not source.is_file():
+        raise RunConfigError(f"split=held_out: no {source} (the run's config says which tasks it held out)")
+    run = OmegaConf.load(source)
+    data = run.get("data") or {}
+    nodes = {"env": dict(run.get("env") or {}), "data.eval_envs": dict(data.get("eval_envs") or {})}
+    known = known_env_targets(cfg)
+    built: dict[str, dict[str, Any]] = {}
+    for group, entries in nodes.items():
+        plain = {name: OmegaConf.to_container(node, resolve=False) for name, node in entries.items()
+                 if isinstance(node, DictConfig) and "_target_" in node}  # fmt: skip
+        check_plain(plain, group, str(source), lambda node, target: node.count(".") == group.count(".") + 1 and target in known,
+                    "only known environment classes (conf/env/) may be named")  # fmt: skip
+        built[group] = {name: instantiate(node) for name, node in plain.items()}
+    pool = build_pool(built["env"], int(data.get("eval_per_env", 4)), built["data.eval_envs"], int(data.get("eval_env_tasks", 32)))
+    return [(task, env) for task, env in pool.held_out], built["env"] | built["data.eval_envs"], str(source)
 
 
 def use_run_policy(cfg: DictConfig) -> str | None:
@@ -169,12 +203,21 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     drop_unselected_envs(cfg)
     if not cfg.get("env"):
         raise RunConfigError("env: no environment selected (env=[bfcl_simple,...])")
-    unofficial = training_rules(cfg)
     limit = check_limit(cfg.get("limit"))
+    split = cfg.get("split", "all")
+    if split not in ("all", "held_out"):
+        raise RunConfigError(f"split={split!r}: expected all (every task of env) or held_out (the ckpt_path run's held-out tasks)")
+    unofficial = training_rules(cfg) if split == "all" else []  # before any environment is built
     torch.manual_seed(cfg.seed)
     t0 = time.perf_counter()
-    envs = {name: instantiate(node) for name, node in cfg.env.items()}
-    pairs = [(task, env) for env in envs.values() for task in env.tasks()[:limit]]
+    if split == "held_out":
+        pairs, envs, split_source = run_held_out(cfg)
+        pairs = [p for env in envs.values() for p in [q for q in pairs if q[1] is env][:limit]]
+        print(f"split=held_out: {len(pairs)} tasks the run held out ({split_source})")
+        unofficial = [f"env.{n}.rules=training" for n, e in envs.items() if getattr(e, "rules", "official") == "training"]
+    else:
+        envs = {name: instantiate(node) for name, node in cfg.env.items()}
+        pairs = [(task, env) for env in envs.values() for task in env.tasks()[:limit]]
     run_config = use_run_policy(cfg) if cfg.get("ckpt_path") else None
     if cfg.get("ckpt_path") and run_config is None:
         print(f"warning: no config_resolved.yaml two folders above ckpt_path={cfg.ckpt_path}: the model is built from this "

@@ -240,3 +240,31 @@ def test_a_bad_checkpoint_is_refused_with_its_path(tmp_path, content):
         ckpt.write_bytes(content)
     with pytest.raises((ValueError, FileNotFoundError), match=f"ckpt_path={ckpt}: "):
         load_weights(torch.nn.Linear(2, 2), str(ckpt))  # the file is refused before the module is touched
+
+
+def test_split_held_out_scores_exactly_the_tasks_the_run_held_out(warm_run, tmp_path):
+    """`split=held_out`: the run's own environments and held-out split, whatever this config's env says."""
+    from datamodules.task_pool import build_pool
+
+    ckpt, _, envs = warm_run
+    run = OmegaConf.load(Path(ckpt).parent.parent / "config_resolved.yaml")
+    held = build_pool({e.name: e for e in envs}, run.data.eval_per_env).held_out
+    out = evaluate(compose_cfg("evaluate", "env=[messaging]", *FAST, "split=held_out", f"ckpt_path={ckpt}",
+                               f"output_dir={tmp_path}"))  # fmt: skip
+    assert sorted(e.task_key for e in out["episodes"]) == sorted(t.spec.key for t, _ in held)
+    assert {e.env for e in out["episodes"]} == {"banking", "calendar"}  # the run's worlds, not env=[messaging]
+    with pytest.raises(ValueError, match="split=held_out: the held-out tasks are a run's; set ckpt_path"):
+        evaluate(compose_cfg("evaluate", *WORLDS, "split=held_out", f"output_dir={tmp_path / 'x'}"))
+
+
+def test_split_held_out_refuses_a_run_config_naming_other_code(warm_run, tmp_path):
+    ckpt, _, _ = warm_run
+    run_dir = tmp_path / "forged"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "checkpoints" / "last.ckpt").write_bytes(Path(ckpt).read_bytes())
+    run = OmegaConf.load(Path(ckpt).parent.parent / "config_resolved.yaml")
+    run.env.banking._target_ = "os.system"
+    (run_dir / "config_resolved.yaml").write_text(OmegaConf.to_yaml(run))
+    with pytest.raises(ValueError, match=r"env\.banking\._target_='os.system': only known environment classes"):
+        evaluate(compose_cfg("evaluate", *WORLDS, "split=held_out", f"ckpt_path={run_dir / 'checkpoints' / 'last.ckpt'}",
+                             f"output_dir={tmp_path / 'out'}"))  # fmt: skip
