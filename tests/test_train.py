@@ -249,3 +249,22 @@ def test_a_resumed_run_goes_on_to_steps_across_epoch_boundaries(tmp_path, per_ep
     assert "eval/score" in more["metrics"]
     with pytest.raises(ValueError, match=rf"steps={first}: ckpt_path=.* is at GRPO step {first} already"):
         train(tiny_cfg(tmp_path / "c", *common, f"steps={first}", f"ckpt_path={ckpt}", "model._target_=no.such.Module"))
+
+
+def test_compare_reads_run_folders_into_one_figure_and_table(tmp_path, capsys):
+    """`python -m envsched_lightning.compare RUN RUN`: the runs' own metrics.csv, one row and curve per run."""
+    from envsched_lightning.compare import main as compare, read_run
+
+    folders = []
+    for scheduler in ("envsched", "random"):
+        out = train(tiny_cfg(tmp_path / scheduler, f"scheduler={scheduler}", "steps=2", "data.steps_per_epoch=2",
+                             "model.warm_start.steps=0", "~callbacks.scheduling_logger", "logger=csv"))  # fmt: skip
+        folders.append(tmp_path / scheduler)
+        run = read_run(tmp_path / scheduler)
+        assert run.scheduler == scheduler and [s for s, _ in run.curves["reward"]] == [0, 1]
+        assert run.last("held_out") == pytest.approx(out["metrics"]["eval/score"])
+    compare([*map(str, folders), "--out", str(tmp_path / "cmp")])
+    text = capsys.readouterr().out
+    assert "| envsched |" in text and "| random |" in text and (tmp_path / "cmp.png").stat().st_size > 10_000
+    with pytest.raises(FileNotFoundError, match="no csv/version_\\*/metrics.csv"):
+        read_run(tmp_path / "nothing-here")
