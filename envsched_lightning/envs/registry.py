@@ -21,7 +21,7 @@ _SCANNED: set[str] = set()
 BUILTIN_PACKAGE = "envsched_lightning.envs.worlds"
 LOADER_PACKAGE = "envsched_lightning.envs"  # benchmark loaders live at the top level of `envs/`
 _INFRASTRUCTURE = {"base", "parsing", "registry", "tool_world", "verify", "patterns", "tasks_io", "oracle",
-                   "inspect", "score", "worlds"}
+                   "inspect", "score", "worlds", "calls", "world_checks"}
 
 
 def register_env(name: str) -> Callable[[F], F]:

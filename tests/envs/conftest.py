@@ -20,10 +20,20 @@ def env_node(path: Path) -> DictConfig:
     return OmegaConf.load(path)
 
 
-def builtin_yamls() -> list[Path]:
-    """The env yamls whose `_target_` is a built-in world."""
+SHIPPED_WORLDS = ("airline", "banking", "calendar", "filesystem", "messaging", "retail_orders")
+"""The worlds this project ships, held to the full contract (`test_worlds.py`: 200+ tasks, 4-10 tools).
+A world a user adds next to them is held to `world_checks` only (`test_world_checks.py`)."""
+
+
+def package_yamls() -> list[Path]:
+    """The env yamls whose `_target_` is a world in the worlds package (shipped or added)."""
     return sorted(p for p in CONF_ENV.glob("*.yaml")
                   if str(env_node(p).get("_target_", "")).startswith(BUILTIN_PACKAGE + "."))
+
+
+def builtin_yamls() -> list[Path]:
+    """The shipped worlds' env yamls."""
+    return [p for p in package_yamls() if p.stem in SHIPPED_WORLDS]
 
 
 _CACHE: dict[str, Environment] = {}
@@ -43,6 +53,17 @@ def world(request: pytest.FixtureRequest) -> Environment:
 @pytest.fixture(scope="session")
 def builtin_yaml_paths() -> list[Path]:
     return builtin_yamls()
+
+
+@pytest.fixture(scope="session")
+def package_yaml_paths() -> list[Path]:
+    return package_yamls()
+
+
+@pytest.fixture(params=package_yamls(), ids=lambda p: p.stem)
+def package_world(request: pytest.FixtureRequest) -> Environment:
+    """Every world in the worlds package, shipped or added by a user."""
+    return build(request.param)
 
 
 @pytest.fixture(scope="session")

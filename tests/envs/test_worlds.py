@@ -16,9 +16,11 @@ from envsched_lightning.envs.registry import builtin_env_names
 JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
 
 
-def test_every_builtin_world_has_a_yaml_named_after_it(builtin_yaml_paths):
+def test_every_builtin_world_has_a_yaml_named_after_it(package_yaml_paths, builtin_yaml_paths):
     assert builtin_env_names(), "no built-in worlds registered"
-    assert sorted(p.stem for p in builtin_yaml_paths) == builtin_env_names()
+    assert sorted(p.stem for p in package_yaml_paths) == builtin_env_names()
+    assert [p.stem for p in builtin_yaml_paths] == ["airline", "banking", "calendar", "filesystem", "messaging",
+                                                     "retail_orders"]  # the shipped ones  # fmt: skip
 
 
 def test_hydra_selects_several_worlds_at_once(builtin_yaml_paths):
