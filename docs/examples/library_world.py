@@ -1,0 +1,92 @@
+"""A tool world in one file, as docs/environments.md "Adding a world" describes it.
+
+    python docs/examples/library_world.py
+
+A library with books and members: a read-only tool, two writing tools, a domain error, two task
+patterns. Copy the class into `envsched_lightning/envs/worlds/library.py` (and the yaml from the guide
+into `conf/env/library.yaml`) to train on it: `python train.py env=[library,banking]`. Run as a
+script, it generates tasks, runs the checks every world must pass (`envs/world_checks.py`), writes
+the tasks to a JSONL file and reads them back as a user task file, and prints one task.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from envsched_lightning.envs import Draft, ToolError, ToolWorld, register_env, save_tasks_jsonl, tool
+from envsched_lightning.envs.patterns import call
+from envsched_lightning.envs.tool_world import get_row
+from envsched_lightning.envs.world_checks import check_world
+
+
+@register_env("library")
+class LibraryEnv(ToolWorld):
+    """Books that members borrow and return."""
+
+    patterns = ("single", "lookup_write")  # of PATTERNS; one draft_<pattern> method each
+
+    def build_state(self, rng):  # tables: row id -> JSON row; a seeded function of rng
+        titles = ["Dune", "Emma", "Ulysses", "Beloved", "Hamlet", "Middlemarch"]
+        books = {f"B{i + 1}": {"title": t, "out_to": None} for i, t in enumerate(titles)}
+        members = {f"M{i + 1}": {"name": n} for i, n in enumerate(["Ada", "Bo", "Cy"])}
+        for book in rng.sample(sorted(books), 2):  # some books start lent out
+            books[book]["out_to"] = rng.choice(sorted(members))
+        return {"books": books, "members": members}
+
+    @tool("Find a book by its title.", {"title": "string"}, reads=("books",))
+    def find_book(self, state, title):
+        for book_id, row in state["books"].items():
+            if row["title"].lower() == title.lower():
+                return {"book_id": book_id, "out": row["out_to"] is not None}
+        raise ToolError(f"no book titled {title}")  # the model sees this message; state is rolled back
+
+    @tool("Lend a book to a member.", {"book_id": "string", "member_id": "string"}, writes=("books",))
+    def lend(self, state, book_id, member_id):
+        book = get_row(state, "books", book_id)  # a ToolError naming what is missing
+        get_row(state, "members", member_id)
+        if book["out_to"] is not None:
+            raise ToolError(f"book {book_id} is already lent out")
+        book["out_to"] = member_id
+        return {"book_id": book_id, "out_to": member_id}
+
+    @tool("Take a book back.", {"book_id": "string"}, writes=("books",))
+    def return_book(self, state, book_id):
+        get_row(state, "books", book_id)["out_to"] = None
+        return {"book_id": book_id, "returned": True}
+
+    # A Draft: the pattern, the user's request, the oracle's tool turns (calls in one turn run in
+    # parallel), its final answer, and the checks the reward averages: "state" (the world's tables
+    # end as the oracle's did), "calls" (the same calls), "answer" (answer_contains in the answer),
+    # "no_call" (no tool called). The expected state changes are computed by replaying the oracle.
+    def draft_single(self, rng, state):
+        book = rng.choice(sorted(b for b, row in state["books"].items() if row["out_to"] is not None))
+        return Draft("single", f"Book {book} came back; record the return.", ((call("return_book", book_id=book),),),
+                     "Recorded.", ("state",))  # fmt: skip
+
+    def draft_lookup_write(self, rng, state):
+        free = sorted(b for b, row in state["books"].items() if row["out_to"] is None)
+        book, member = rng.choice(free), rng.choice(sorted(state["members"]))
+        title = state["books"][book]["title"]
+        return Draft("lookup_write", f"Lend {title} to member {member}.",
+                     ((call("find_book", title=title),), (call("lend", book_id=book, member_id=member),)),
+                     f"{title} is lent to {member}.", ("state", "answer"), answer_contains=(title,))  # fmt: skip
+
+
+def main() -> None:
+    world = LibraryEnv(num_tasks=12, seed=0)
+    problems = {name: p for name, p in check_world(world).items() if p}
+    assert not problems, problems
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "library.jsonl"
+        save_tasks_jsonl(path, world.tasks())  # the format of a user task file (env.library.tasks_path=...)
+        from_file = LibraryEnv(tasks_path=str(path))
+        assert [t.spec for t in from_file.tasks()] == [t.spec for t in world.tasks()]
+    task = world.tasks()[1]
+    print(f"library: {len(world.tasks())} tasks, every world check passes; task {task.spec.key}: "
+          f"{task.messages[-1]['content']!r}, tools {list(task.spec.tools)}")  # fmt: skip
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
