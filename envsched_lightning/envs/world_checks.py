@@ -32,7 +32,8 @@ from .patterns import calls_of
 JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
 
 
-def _changed(value: Any) -> Any:
+def changed_value(value: Any) -> Any:
+    """A different value of the same JSON type (bool flipped, number + 1, string + "x"), or None."""
     if isinstance(value, bool):
         return not value
     if isinstance(value, (int, float)):
@@ -63,10 +64,10 @@ def wrong_action_problems(world: Environment) -> list[str]:
         if not turns or not turns[-1] or not (gt.get("expected_changes") or "calls" in gt.get("checks", ())):
             continue
         last = turns[-1][-1]
-        key = next((k for k, v in last.arguments.items() if _changed(v) is not None), None)
+        key = next((k for k, v in last.arguments.items() if changed_value(v) is not None), None)
         if key is None:
             continue
-        turns[-1][-1] = ToolCall(last.name, {**last.arguments, key: _changed(last.arguments[key])})
+        turns[-1][-1] = ToolCall(last.name, {**last.arguments, key: changed_value(last.arguments[key])})
         wrong, _ = run_scripted(world, task, [render_assistant_turn("", t) for t in turns] + [gt["answer"]])
         if wrong.reward >= 1.0:
             out.append(f"{task.spec.key}: the oracle's last call with {key} changed still scores {wrong.reward}")

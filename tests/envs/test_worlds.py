@@ -12,6 +12,7 @@ from hydra.utils import instantiate
 from envsched_lightning.envs import PATTERNS, ToolCall, make_env, oracle_turns, render_assistant_turn, run_scripted
 from envsched_lightning.envs.patterns import calls_of
 from envsched_lightning.envs.registry import builtin_env_names
+from envsched_lightning.envs.world_checks import changed_value
 
 JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
 
@@ -45,16 +46,6 @@ def test_oracle_scores_exactly_one(world):
         assert all(r.error is None for turn in results for r in turn), (task.spec.key, results)
 
 
-def _perturb(value):
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, (int, float)):
-        return value + 1
-    if isinstance(value, str):
-        return value + "x"
-    return None
-
-
 def test_wrong_actions_score_less(world):
     for task in world.tasks():
         nothing, _ = run_scripted(world, task, ["OK."])
@@ -64,8 +55,8 @@ def test_wrong_actions_score_less(world):
             continue
         turns = calls_of(gt)
         last = turns[-1][-1]
-        key = next(k for k, v in last.arguments.items() if _perturb(v) is not None)
-        turns[-1][-1] = ToolCall(last.name, {**last.arguments, key: _perturb(last.arguments[key])})
+        key = next(k for k, v in last.arguments.items() if changed_value(v) is not None)
+        turns[-1][-1] = ToolCall(last.name, {**last.arguments, key: changed_value(last.arguments[key])})
         wrong, _ = run_scripted(world, task, [render_assistant_turn("", t) for t in turns] + [gt["answer"]])
         assert wrong.reward < 1.0, (task.spec.key, key, wrong)
 
