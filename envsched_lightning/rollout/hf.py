@@ -80,8 +80,8 @@ class HFEngine:
             return "greedy, top-p or top-k sampling reports a truncated distribution"
         dtype = next(self.model.parameters()).dtype
         if dtype in (torch.bfloat16, torch.float16):
-            return (f"{dtype} weights: cached decoding and the training forward pass round differently (SmolLM2-135M "
-                    "in bfloat16: 0.045 nats apart on average, up to 0.24; float32: 1e-5); recompute pi_old")  # fmt: skip
+            return (f"{dtype} weights: cached decoding and the training forward pass round differently (SmolLM2-135M: "
+                    "measured in docs/results.md); recompute pi_old")  # fmt: skip
         return None
 
     @torch.no_grad()
@@ -143,11 +143,14 @@ class HFEngine:
         input_ids, attention: [n, P] left-padded. The positions are `generate`'s own (count of real
         tokens so far), so the rows continue exactly as if `generate` had prefilled them."""
         n, width = input_ids.shape
-        first: dict[tuple[int, ...], int] = {}
-        slot = [first.setdefault(tuple(row), len(first)) for row in input_ids.tolist()]  # row -> distinct prompt
+        first: dict[tuple[int, ...], int] = {}  # distinct prompt -> the first row holding it
+        for r, row in enumerate(input_ids.tolist()):
+            first.setdefault(tuple(row), r)
         if len(first) == n or width < 2:
             return None
-        rows = torch.tensor(sorted({s: r for r, s in reversed(list(enumerate(slot)))}.values()), device=input_ids.device)
+        slot_of = {row: s for s, row in enumerate(first.values())}  # first row -> its distinct prompt's slot
+        slot = [slot_of[first[tuple(row)]] for row in input_ids.tolist()]  # row -> slot
+        rows = torch.tensor(list(first.values()), device=input_ids.device)
         ids, mask = input_ids[rows, :-1], attention[rows, :-1]  # [U, P-1]
         positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # [U, P-1]
         config = self.model.config
