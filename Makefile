@@ -82,18 +82,26 @@ $(VLLM_STAMP): pyproject.toml
 
 setup-vllm: $(VLLM_STAMP)
 
-# tau-bench's own task lists come from GitHub (`data fetch tau_bench_tasks`): without them the rehearsal leaves
-# the experiment's two tau test environments out, and says so
-NO_TAU_TASKS := $(if $(wildcard $(ENVSCHED_DATA)/tau_bench_tasks),,~data.eval_envs.tau_retail_test ~data.eval_envs.tau_airline_test)
+# tau-bench's own task lists come from GitHub (`data fetch tau_bench_tasks`). Where the data root lacks them,
+# the rehearsal reads a copy of the data root whose tau_bench_tasks/ is unpacked from the pinned files kept in
+# tests/envs/data (the same fetch command, each file checked against its sha256 at the pinned commit).
+PINNED_TAU_TASKS := tests/envs/data/tau_bench_tasks_59a200c6.tar.gz
+REHEARSAL_DATA := $(if $(wildcard $(ENVSCHED_DATA)/tau_bench_tasks),$(ENVSCHED_DATA),$(TMPDIR)/rehearsal/data)
+
+$(TMPDIR)/rehearsal/data: $(STAMP)
+	@test -n "$(ENVSCHED_DATA)" || { echo "rehearsal: no data root; set ENVSCHED_DATA (python -m envsched_lightning.data fetch all)"; exit 1; }
+	mkdir -p $@
+	for d in $(ENVSCHED_DATA)/*/; do ln -sfn "$${d%/}" $@/; done
+	$(BIN)/python -m envsched_lightning.data fetch tau_bench_tasks --archive $(PINNED_TAU_TASKS) --to $@ --quiet
 
 # The headline experiment on real vLLM, CPU, a tiny Qwen3 checkpoint (head_dim 128, Qwen3's chat
 # template): only the model path, the trainer and the step count differ from the GPU run.
-rehearsal: $(VLLM_STAMP)
+rehearsal: $(VLLM_STAMP) $(REHEARSAL_DATA)
 	$(VLLM_RUN) -m envsched_lightning.models.checkpoint $(REHEARSAL_MODEL) --experiment envsched_qwen3_8b
-	$(if $(NO_TAU_TASKS),@echo "rehearsal: no tau_bench_tasks/ under $(ENVSCHED_DATA): tau_retail_test and tau_airline_test left out")
-	$(VLLM_RUN) train.py experiment=envsched_qwen3_8b model_path=$(REHEARSAL_MODEL) \
-		trainer=cpu model.policy.dtype=float32 steps=2 data.steps_per_epoch=2 data.eval_env_tasks=2 $(NO_TAU_TASKS) \
-		data.eval_envs.acebench_agent_multi_step.max_turns=4 data.eval_envs.acebench_agent_multi_turn.max_turns=4 $(ARGS)
+	ENVSCHED_DATA=$(REHEARSAL_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python train.py experiment=envsched_qwen3_8b \
+		model_path=$(REHEARSAL_MODEL) trainer=cpu model.policy.dtype=float32 steps=2 data.steps_per_epoch=2 \
+		data.eval_env_tasks=2 data.eval_envs.acebench_agent_multi_step.max_turns=4 \
+		data.eval_envs.acebench_agent_multi_turn.max_turns=4 $(ARGS)
 
 # about 2 minutes; a stuck engine prints every thread's stack after 10 minutes and stops at 20
 test-vllm: $(VLLM_STAMP)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,16 @@ def training_rules(cfg: DictConfig) -> list[str]:
         raise RunConfigError(f"{', '.join(found)}: training rules give rewards, not benchmark scores (docs/benchmarks.md); "
                          "evaluate with rules=official, or set allow_training_rules=true to get a labelled, unofficial table")  # fmt: skip
     return found
+
+
+def users_played(envs: Mapping[str, Any], paper_users: str) -> list[str]:
+    """One line per simulated user that played, naming its environments, next to the paper's users."""
+    played: dict[str, list[str]] = {}
+    for name, env in envs.items():
+        if (settings := getattr(env, "simulated_user", None)) is not None:
+            played.setdefault(settings.describe(), []).append(name)
+    return [f"simulated user of {', '.join(names)}: {who}" + (f"; {paper_users}" if paper_users else "")
+            for who, names in played.items()]  # fmt: skip
 
 
 def check_limit(limit: Any) -> int | None:
@@ -265,9 +275,10 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         extra += f"\n\nThe benchmarks' own metrics (mean per environment):\n\n{metrics_markdown(official_metrics)}"
     if cfg.get("paper"):  # experiment=paper_eval: the paper's suites and their average
         paper = paper_score(scores, dict(cfg.paper.suites))
-        meta["paper"] = {"suites": dict(paper.suites), "average": paper.average, "differences": list(cfg.paper.get("differences", []))}
+        differences = [*users_played(envs, cfg.paper.get("users", "")), *cfg.paper.get("differences", [])]
+        meta["paper"] = {"suites": dict(paper.suites), "average": paper.average, "differences": differences}
         extra += ("\n\nThe paper's evaluation (each suite the mean of its categories, x100):\n\n"
-                  + paper_markdown(paper, cfg.paper.get("reference", ""), cfg.paper.get("differences", [])))  # fmt: skip
+                  + paper_markdown(paper, cfg.paper.get("reference", ""), differences))  # fmt: skip
     paths = write_outputs(Path(cfg.output_dir), header, scores, episodes, meta)
     if extra:
         with open(paths["markdown"], "a") as fh:

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
 from datamodules.datasets import HeldOutTasks
+from envsched_lightning.data.fetch import fetch
 from envsched_lightning.envs.score import score_file
 from envsched_lightning.evaluation import PROMPT_TOO_LONG, aggregate, benchmark_of, greedy_rollouts
 from envsched_lightning.module import TaskBatch
@@ -187,16 +188,13 @@ def test_acebench_agent_reports_end_state_and_process_accuracy(shared_data, tmp_
 
 
 def _paper_data_root(shared_data: Path, root: Path) -> Path:
-    """BFCL-v3, ACEBench and the tau-bench databases from ../shared/data, and stand-in tau-bench task lists (the
-    official ones are fetched from GitHub, which CI cannot reach): one task per domain, in upstream's file format."""
+    """BFCL-v3, ACEBench and the tau-bench databases from ../shared/data, and tau-bench's official task lists from
+    the pinned copy in tests/envs/data, unpacked by the project's fetch command (sha256-checked)."""
     root.mkdir()
     for folder in ("bfcl_v3", "acebench", "tau_bench"):
         (root / folder).symlink_to(shared_data / folder)
-    for domain in ("retail", "airline"):
-        (root / "tau_bench_tasks" / domain).mkdir(parents=True)
-        (root / "tau_bench_tasks" / domain / "tasks_test.py").write_text(
-            'from tau_bench.types import Action, Task\n\nTASKS = [Task(annotator="0", user_id="u", '
-            'instruction="You are Ann. You want to know the store hours.", actions=[], outputs=[])]\n')
+    fetch("tau_bench_tasks", root, archive=Path(__file__).parent / "envs" / "data" / "tau_bench_tasks_59a200c6.tar.gz",
+          quiet=True)  # fmt: skip
     return root
 
 
@@ -208,10 +206,27 @@ def test_paper_evaluation_averages_the_three_suites_and_says_what_differs(shared
     paper = json.loads((tmp_path / "out" / "scores.json").read_text())["paper"]
     assert list(paper["suites"]) == ["BFCL-v3", "tau-Bench", "ACEBench-Agent"]
     assert paper["average"] == pytest.approx(sum(paper["suites"].values()) / 3)
-    assert any("scripted user" in d for d in paper["differences"])
+    assert "simulated user of tau_retail_test, tau_airline_test, acebench_agent_multi_turn: the scripted user" in paper["differences"][0]
     text = (tmp_path / "out" / "scores.md").read_text()
     assert "The paper's evaluation" in text and "Differs from the paper's setting" in text
     assert {e.env for e in out["episodes"]} == set(PAPER_ENVS)
+
+
+def test_one_switch_makes_a_model_play_every_simulated_user(shared_data, tmp_path):
+    """`user=model user_model_path=DIR` reaches the three environments with a user and the report names it (the
+    model itself is loaded only when an episode needs it: tests/envs/test_users.py plays one)."""
+    from evaluate import users_played
+
+    root = _paper_data_root(shared_data, tmp_path / "data")
+    cfg = compose_cfg("evaluate", "experiment=paper_eval", "user=model", f"user_model_path={tmp_path / 'my-user'}")
+    names = ("tau_retail_test", "tau_airline_test", "acebench_agent_multi_step", "acebench_agent_multi_turn")
+    envs = {n: instantiate(cfg.env[n], data_dir=str(root)) for n in names}
+    assert [envs[n].simulated_user.model_path for n in names if n != "acebench_agent_multi_step"] == [str(tmp_path / "my-user")] * 3
+    (line,) = users_played(envs, "the paper's are LLM users")
+    assert line == ("simulated user of tau_retail_test, tau_airline_test, acebench_agent_multi_turn: the model user my-user "
+                    "(greedy, up to 128 tokens a message); the paper's are LLM users")  # fmt: skip
+    with pytest.raises(Exception, match="user=model needs user_model_path"):  # hydra's InstantiationException names the key
+        instantiate(compose_cfg("evaluate", "experiment=paper_eval", "user=model").env.tau_retail_test, data_dir=str(root))
 
 
 def test_an_evaluation_experiment_is_refused_by_train():

@@ -388,7 +388,7 @@ class AceBenchAgentEnvironment(Environment):
             raise ValueError(f"unknown ACEBench-Agent category {category!r}; valid: {', '.join(CATEGORIES)}")
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}; got {reward!r}")
-        self.users = UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed)
+        self.user_settings = UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed)
         self.category, self.name, self.reward, self.user, self.max_turns = category, f"acebench_{category}", reward, user, max_turns
         self.data_dir = resolve_data_dir(self.name, data_dir, os.path.join("acebench", "data_en"))
         self.rules = "official"
@@ -425,15 +425,21 @@ class AceBenchAgentEnvironment(Environment):
             verifier="acebench_agent_end_state", features=features, reward_type="binary" if self.reward == "end_state" else "fractional",
         )  # fmt: skip
         system = f"{_TRAVEL_PROMPT if 'Travel' in classes else _PHONE_PROMPT} {_ENDING}"
-        first = record["question"] if self.category == "agent_multi_step" else self._user(record).opening()  # generated once per task
+        first = ({"role": "user", "content": record["question"]} if self.category == "agent_multi_step"
+                 else self.user_settings.opening_message(record["question"], FINISH))  # a model user's: made once, when first read
         return Task(
-            spec=spec, messages=({"role": "system", "content": system}, {"role": "user", "content": first}),
+            spec=spec, messages=({"role": "system", "content": system}, first),
             ground_truth={"record": record, "answer": answer}, max_turns=self.max_turns,
             tools=tuple(to_tool_schema(d) for d in docs),
         )  # fmt: skip
 
+    @property
+    def simulated_user(self) -> UserSettings | None:
+        """Who plays the user in this category's episodes (multi_turn only; multi_step has one message)."""
+        return self.user_settings if self.category == "agent_multi_turn" else None
+
     def _user(self, record: Mapping[str, Any]) -> UserSimulator:
-        return self.users.make(record["question"], FINISH)
+        return self.user_settings.make(record["question"], FINISH)
 
     @cached_property
     def _tasks(self) -> list[Task]:

@@ -213,8 +213,9 @@ class TauEnvironment(Environment):
             env=self.name, task_id=raw["task_id"], tools=tuple(dict.fromkeys(names)), state_keys=DOMAINS[self.domain].files,
             verifier="tau_db_hash_outputs", features=features, reward_type="binary",
         )  # fmt: skip
-        first = raw["instruction"] if self.user == "none" else self._user(raw).opening()
-        messages = ({"role": "system", "content": SYSTEM.format(domain=self.domain)}, {"role": "user", "content": first})
+        first = ({"role": "user", "content": raw["instruction"]} if self.user_settings is None
+                 else self.user_settings.opening_message(raw["instruction"], STOP))  # fmt: skip
+        messages = ({"role": "system", "content": SYSTEM.format(domain=self.domain)}, first)
         return Task(spec=spec, messages=messages, ground_truth=raw, max_turns=30)
 
     @cached_property
@@ -228,6 +229,11 @@ class TauEnvironment(Environment):
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return DOMAINS[self.domain].tool_schemas()
+
+    @property
+    def simulated_user(self) -> UserSettings | None:
+        """Who plays the user in this environment's episodes (None: our single-message tasks)."""
+        return self.user_settings
 
     def _user(self, raw: Mapping[str, Any]) -> UserSimulator:
         assert self.user_settings is not None

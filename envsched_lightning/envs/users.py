@@ -17,8 +17,10 @@ users, chosen per environment with `user:` (`UserSettings`):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol
 
 FINISH = "finish conversation"
@@ -169,6 +171,29 @@ class ModelUser:
         return text
 
 
+class OpeningMessage(Mapping[str, str]):
+    """`{"role": "user", "content": ...}` whose content is made on first read, then kept."""
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self._make: Callable[[], str] | None = make
+        self._content = ""
+
+    def __getitem__(self, key: str) -> str:
+        if key == "role":
+            return "user"
+        if key != "content":
+            raise KeyError(key)
+        if self._make is not None:
+            self._content, self._make = self._make(), None
+        return self._content
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("role", "content"))
+
+    def __len__(self) -> int:
+        return 2
+
+
 @dataclass(frozen=True)
 class UserSettings:
     """An environment's `user` options: which user, and for `model` the folder and its sampling."""
@@ -184,6 +209,20 @@ class UserSettings:
             raise ValueError(f"user must be one of {', '.join(USER_KINDS)}; got {self.kind!r}")
         if self.kind == "model" and not self.model_path:
             raise ValueError("user=model needs user_model_path=<a local Hugging Face folder with a chat template>")
+
+    def describe(self) -> str:
+        """Who plays the user, in a line for reports (the model's folder and sampling, or the scripted rules)."""
+        if self.kind == "scripted":
+            return "the scripted user (the whole instruction first, then the stop phrase once the agent stops asking)"
+        sampling = "greedy" if self.temperature == 0 else f"temperature {self.temperature:g}, seed {self.seed}"
+        return f"the model user {Path(str(self.model_path)).name} ({sampling}, up to {self.max_new_tokens} tokens a message)"
+
+    def opening_message(self, instruction: str, finish: str) -> Mapping[str, str]:
+        """The task's first user message. A model user's is generated when a rollout first reads it, so a run
+        that plays a few tasks of a list (`limit=`, a held-out split) does not pay for every opening."""
+        if self.kind == "scripted":
+            return {"role": "user", "content": self.make(instruction, finish).opening()}
+        return OpeningMessage(lambda: self.make(instruction, finish).opening())
 
     def make(self, instruction: str, finish: str) -> UserSimulator:
         if self.kind == "scripted":

@@ -1,8 +1,10 @@
 """tau-bench's own task lists: read as literal data (never run), replayed to their reward, played with the scripted user.
 
-The official task files are not in ../shared/data (`python -m envsched_lightning.data fetch tau_bench_tasks`
-gets them); the replay test runs when a data root holding `tau_bench_tasks/` is given with
-ENVSCHED_TEST_DATA (or is in ../shared/data), and is skipped otherwise. The rest builds its own files.
+The official task files are not in ../shared/data. The replay test takes them, in this order, from a data root
+given with ENVSCHED_TEST_DATA, from ../shared/data, or from `data/tau_bench_tasks_59a200c6.tar.gz`: the five files
+of the pinned commit (four task lists and the MIT license) cut from upstream's source archive, unpacked by the
+project's own `python -m envsched_lightning.data fetch tau_bench_tasks --archive FILE`, which checks each file's
+sha256 at the pinned commit. The other tests build their own files.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from envsched_lightning.data.fetch import fetch
 from envsched_lightning.envs import make_env
 from envsched_lightning.envs.base import ToolCall, next_turn
 from envsched_lightning.envs.parsing import render_tool_call
@@ -21,9 +24,19 @@ from envsched_lightning.envs.tau_official import read_task_module
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 ROOT = Path(os.environ.get("ENVSCHED_TEST_DATA") or SHARED)
-needs_tasks = pytest.mark.skipif(not (ROOT / "tau_bench_tasks").is_dir() or not (ROOT / "tau_bench").is_dir(),
-                                 reason=f"no tau_bench_tasks/ under {ROOT} (set ENVSCHED_TEST_DATA to a fetched data root)")  # fmt: skip
+PINNED_TASKS = Path(__file__).parent / "data" / "tau_bench_tasks_59a200c6.tar.gz"
 needs_db = pytest.mark.skipif(not (SHARED / "tau_bench").is_dir(), reason=f"tau-bench data not found at {SHARED}")
+
+
+@pytest.fixture(scope="module")
+def official_root(tmp_path_factory) -> Path:
+    """A data root with tau-bench's databases and its official task lists (see the module docstring)."""
+    if (ROOT / "tau_bench_tasks").is_dir() and (ROOT / "tau_bench").is_dir():
+        return ROOT
+    root = tmp_path_factory.mktemp("tau_official")
+    fetch("tau_bench_tasks", root, archive=PINNED_TASKS, quiet=True)
+    (root / "tau_bench").symlink_to(SHARED / "tau_bench")
+    return root
 
 TASK_FILE = '''from tau_bench.types import Action, Task
 
@@ -97,11 +110,11 @@ def test_missing_task_files_name_the_fetch_command(tmp_path):
         TauEnvironment("airline", data_dir=str(tmp_path), tasks="dev")
 
 
-@needs_tasks
+@needs_db
 @pytest.mark.parametrize("name, count", [("tau_retail_test", 115), ("tau_retail_train", 500), ("tau_retail_dev", 20),
                                          ("tau_airline_test", 50)])  # fmt: skip
-def test_every_official_task_replays_its_ground_truth_to_reward_one(name, count):
-    env = make_env(name, data_dir=str(ROOT))
+def test_every_official_task_replays_its_ground_truth_to_reward_one(official_root, name, count):
+    env = make_env(name, data_dir=str(official_root))
     tasks = env.tasks()
     assert len(tasks) == count
     for task in tasks:

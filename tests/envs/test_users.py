@@ -64,3 +64,18 @@ def test_an_environment_plays_its_tasks_with_a_model_user(user_folder):
     verdict = episode.verify("")
     assert verdict.scores["user_turns"] == (1.0 if nxt is not None or episode.finished_by == "user" else 0.0)
     assert verdict.scores["user_tokens"] <= 6
+
+
+@pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")
+def test_a_model_users_openings_are_made_only_for_the_tasks_a_run_plays(user_folder, monkeypatch):
+    """Listing 30 tasks must not cost 30 generations (`limit=1` on a model user's list would pay for all of them)."""
+    made = []
+    real = ModelUser.opening
+    monkeypatch.setattr(ModelUser, "opening", lambda self: made.append(self.instruction) or real(self))
+    env = AceBenchAgentEnvironment("agent_multi_turn", data_dir=DATA, user="model", user_model_path=user_folder,
+                                   user_max_new_tokens=6)  # fmt: skip
+    tasks = env.tasks()
+    assert len(tasks) == 30 and made == []
+    first = dict(tasks[0].messages[-1])
+    assert first["role"] == "user" and first["content"] and made == [tasks[0].ground_truth["record"]["question"]]
+    assert dict(tasks[0].messages[-1]) == first and len(made) == 1  # made once, then kept
