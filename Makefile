@@ -87,6 +87,7 @@ setup-vllm: $(VLLM_STAMP)
 # tests/envs/data (the same fetch command, each file checked against its sha256 at the pinned commit).
 PINNED_TAU_TASKS := tests/envs/data/tau_bench_tasks_59a200c6.tar.gz
 REHEARSAL_DATA := $(if $(wildcard $(ENVSCHED_DATA)/tau_bench_tasks),$(ENVSCHED_DATA),$(TMPDIR)/rehearsal/data)
+REHEARSAL_RUN := env ENVSCHED_DATA=$(REHEARSAL_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python
 
 $(TMPDIR)/rehearsal/data: $(STAMP)
 	@test -n "$(ENVSCHED_DATA)" || { echo "rehearsal: no data root; set ENVSCHED_DATA (python -m envsched_lightning.data fetch all)"; exit 1; }
@@ -97,8 +98,9 @@ $(TMPDIR)/rehearsal/data: $(STAMP)
 # The headline experiment on real vLLM, CPU, a tiny Qwen3 checkpoint (head_dim 128, Qwen3's chat
 # template): only the model path, the trainer and the step count differ from the GPU run.
 rehearsal: $(VLLM_STAMP) $(REHEARSAL_DATA)
-	$(VLLM_RUN) -m envsched_lightning.models.checkpoint $(REHEARSAL_MODEL) --experiment envsched_qwen3_8b
-	ENVSCHED_DATA=$(REHEARSAL_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python train.py experiment=envsched_qwen3_8b \
+	$(REHEARSAL_RUN) -m envsched_lightning.models.checkpoint \
+		$(REHEARSAL_MODEL) --experiment envsched_qwen3_8b
+	$(REHEARSAL_RUN) train.py experiment=envsched_qwen3_8b \
 		model_path=$(REHEARSAL_MODEL) trainer=cpu model.policy.dtype=float32 steps=2 data.steps_per_epoch=2 \
 		data.eval_env_tasks=2 data.eval_envs.acebench_agent_multi_step.max_turns=4 \
 		data.eval_envs.acebench_agent_multi_turn.max_turns=4 $(ARGS)

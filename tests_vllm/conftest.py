@@ -39,3 +39,11 @@ def engine(checkpoint_dir, tmp_path_factory) -> Iterator[VLLMEngine]:
     eng.llm  # start it now, not inside the first test's timing
     yield eng
     close(eng)
+
+
+@pytest.fixture(params=["memory", "disk"])
+def synced_engine(request, engine) -> Iterator[VLLMEngine]:
+    """The shared engine with each way of handing the adapter over: tensors to the worker, or a folder vLLM reads."""
+    engine.weight_sync = request.param
+    yield engine
+    engine.weight_sync = "memory"

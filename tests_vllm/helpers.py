@@ -31,15 +31,18 @@ TOL = 1e-4
 """Largest |vLLM log-prob - training-model log-prob| accepted per sampled token (both fp32)."""
 
 
-def load_policy(path: Path, adapter_scale: float = 0.0, seed: int = 0):
-    """The checkpoint as the training model (fp32, LoRA); `adapter_scale` > 0 draws a non-zero adapter."""
-    policy = load_rehearsal_policy(path)
+def load_policy(path: Path, adapter_scale: float = 0.0, seed: int = 0, full: bool = False):
+    """The checkpoint as the training model (fp32, LoRA; `full`: no LoRA, every weight trainable). `adapter_scale`
+    > 0 moves it off the base: a drawn adapter (LoRA's B), or drawn noise on every projection (`full`)."""
+    from envsched_lightning.models.checkpoint import REHEARSAL_LORA
+
+    policy = load_rehearsal_policy(path, lora=None if full else REHEARSAL_LORA)
     if adapter_scale:
         gen = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             for name, p in policy.model.named_parameters():
-                if "lora_B" in name:
-                    p.copy_(torch.randn(p.shape, generator=gen) * adapter_scale)
+                if (name.endswith("proj.weight") if full else "lora_B" in name):
+                    p.add_(torch.randn(p.shape, generator=gen) * adapter_scale)
     return policy
 
 

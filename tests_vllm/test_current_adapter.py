@@ -1,5 +1,6 @@
 """The first rollout of a fit samples the current adapter, never the base model: at a fresh start with
-a loaded adapter, after a `ckpt_path` resume and after the SFT warm start.
+a loaded adapter, after a `ckpt_path` resume and after the SFT warm start, with the adapter handed over in
+memory and through a folder (test_full_weights.py: the same for a model trained without LoRA).
 
 A real Lightning Trainer runs `GRPOModule` with the real `VLLMEngine`. `AgreementProbe` passes every
 call through to that engine and, for each sampled turn, compares vLLM's log-probs with the training
@@ -27,8 +28,9 @@ BATCH, GROUP = 2, 2
 class AgreementProbe:
     """The real engine plus, per sampled `generate`, the max |vLLM - training model| log-prob gap."""
 
-    def __init__(self, engine, model) -> None:
-        self.engine, self.model, self.gaps, self.base_gaps = engine, model, [], []
+    def __init__(self, engine, model, base=None) -> None:
+        """`base`: the base model to tell apart (None: `model` with its adapter disabled)."""
+        self.engine, self.model, self.base, self.gaps, self.base_gaps = engine, model, base, [], []
 
     def sync_weights(self, module) -> None:
         self.engine.sync_weights(module)
@@ -38,8 +40,11 @@ class AgreementProbe:
         if sampling.temperature > 0:
             seqs = completion_sequences(prompts, out)
             self.gaps.append(logprob_gap(self.model, seqs, sampling.temperature).max().item())
-            with self.model.disable_adapter():
-                self.base_gaps.append(logprob_gap(self.model, seqs, sampling.temperature).max().item())
+            if self.base is not None:
+                self.base_gaps.append(logprob_gap(self.base, seqs, sampling.temperature).max().item())
+            else:
+                with self.model.disable_adapter():
+                    self.base_gaps.append(logprob_gap(self.model, seqs, sampling.temperature).max().item())
         return out
 
 
@@ -86,8 +91,9 @@ class Data(L.LightningDataModule):
 
 def fit(engine, policy, items, steps: int, tmp_path, warm_steps: int = 0, ckpt_path=None) -> AgreementProbe:
     """A real fit; the engine first serves the base weights, as in a new process, until the module syncs."""
-    engine.sync_weights(load_policy(engine.llm_args["model"]).model)  # a zero adapter: the base model
-    probe = AgreementProbe(engine, policy.model)
+    base = load_policy(engine.llm_args["model"], full=not engine.lora).model  # LoRA: a zero adapter
+    engine.sync_weights(base)
+    probe = AgreementProbe(engine, policy.model, base=None if engine.lora else base)
     module = GRPOModule(policy, engine=lambda _model, _tok: probe, optimizer=partial(torch.optim.AdamW, lr=5e-2),
                         sampling=dict(max_new_tokens=48, seed=0), grpo=dict(group_size=GROUP, max_seq_len=2048),
                         warm_start=dict(steps=warm_steps, lr=2e-2, batch_size=8),
@@ -103,14 +109,16 @@ def items_of(worlds):
     return [(task, env) for env in worlds for task in env.tasks()[:4]]
 
 
-def test_first_rollout_at_start_samples_the_loaded_adapter(engine, checkpoint_dir, worlds, tmp_path):
+def test_first_rollout_at_start_samples_the_loaded_adapter(synced_engine, checkpoint_dir, worlds, tmp_path):
+    engine = synced_engine
     policy = load_policy(checkpoint_dir, adapter_scale=0.05, seed=1)  # as loaded from an adapter on disk
     probe = fit(engine, policy, items_of(worlds), 1, tmp_path)
     print(f"first rollout: gap to the model {probe.gaps[0]:.2e}, to the base {probe.base_gaps[0]:.2e}")
     assert probe.gaps[0] < TOL < 10 * TOL < probe.base_gaps[0]
 
 
-def test_first_rollout_after_resume_samples_the_restored_adapter(engine, checkpoint_dir, worlds, tmp_path):
+def test_first_rollout_after_resume_samples_the_restored_adapter(synced_engine, checkpoint_dir, worlds, tmp_path):
+    engine = synced_engine
     items = items_of(worlds)
     first = fit(engine, load_policy(checkpoint_dir, adapter_scale=0.05, seed=2), items, 1, tmp_path / "a")
     ckpt = tmp_path / "step1.ckpt"
@@ -122,7 +130,8 @@ def test_first_rollout_after_resume_samples_the_restored_adapter(engine, checkpo
     assert probe.gaps[0] < TOL < 10 * TOL < probe.base_gaps[0]
 
 
-def test_first_rollout_after_the_warm_start_samples_the_warm_adapter(engine, checkpoint_dir, worlds, tmp_path):
+def test_first_rollout_after_the_warm_start_samples_the_warm_adapter(synced_engine, checkpoint_dir, worlds, tmp_path):
+    engine = synced_engine
     policy = load_policy(checkpoint_dir)  # zero adapter: the warm start alone moves it
     probe = fit(engine, policy, items_of(worlds), 1, tmp_path, warm_steps=15)
     print(f"first rollout after warm start: gap {probe.gaps[0]:.2e}, to the base {probe.base_gaps[0]:.2e}")

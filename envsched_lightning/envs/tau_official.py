@@ -62,6 +62,7 @@ def task_file(root: Path, domain: str, split: str) -> Path:
         raise ValueError(f"tau-bench {domain} has no official {split!r} tasks; its splits: {', '.join(SPLITS.get(domain, ()))}")
     path = root / domain / f"tasks_{split}.py"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: run `python -m envsched_lightning.data fetch tau_bench_tasks` (or set "
-                                "ENVSCHED_DATA to a data root holding tau_bench_tasks/)")  # fmt: skip
+        where = str(path) if root.name == "tau_bench_tasks" else f"{root} holds no tau_bench_tasks/ folder ({path} not there either)"
+        raise FileNotFoundError(f"tau-bench's official {domain} {split} tasks: {where}; run `python -m envsched_lightning.data "
+                                "fetch tau_bench_tasks` (or set ENVSCHED_DATA to a data root holding tau_bench_tasks/)")  # fmt: skip
     return path

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,9 +79,11 @@ def warm_up(policy: Policy, envs: Sequence[Environment], steps: int, chat_templa
     return module.warm_start(items)
 
 
-def load_rehearsal_policy(folder: str | Path) -> Policy:
-    """A written rehearsal checkpoint as the training model vLLM is compared with: fp32, `REHEARSAL_LORA`."""
-    return load_pretrained_qwen3(str(folder), dtype="float32", lora=REHEARSAL_LORA, gradient_checkpointing=False)
+def load_rehearsal_policy(folder: str | Path, lora: Mapping[str, Any] | None = REHEARSAL_LORA) -> Policy:
+    """A written rehearsal checkpoint as the training model vLLM is compared with: fp32, `REHEARSAL_LORA` (or
+    `lora=None`: every weight trained, as a full-parameter run)."""
+    return load_pretrained_qwen3(str(folder), dtype="float32", lora=None if lora is None else dict(lora),
+                                 gradient_checkpointing=False)  # fmt: skip
 
 
 def write_checkpoint(out_dir: str | Path, envs: Sequence[Environment], sft_steps: int = 150, seed: int = 0,

@@ -1,12 +1,17 @@
-"""Rollouts with an in-process `vllm.LLM` serving the frozen base plus the current LoRA adapter.
+"""Rollouts with an in-process `vllm.LLM` serving the current policy: the base plus its LoRA adapter, or, for a
+model trained without LoRA, the full weights.
 
-vLLM keeps its own copy of the base weights; the trainer only changes the LoRA adapter, so
-`sync_weights` overwrites the adapter in ONE directory and the next `generate` passes a new
-`LoRARequest(name, id, path)`. The new id and name are what make vLLM load the adapter instead of
-serving its cached one, and they also key vLLM's prefix cache, so no KV block computed with the old
+`sync_weights` hands the trainer's weights to vLLM after each optimiser step (every `sync_every`):
+- `weight_sync: memory` (the default): through methods added to vLLM's worker (`vllm_worker.py`). A LoRA
+  adapter's tensors become a vLLM adapter under a new id, the previous one dropped; without LoRA, the
+  trainable parameters are copied into the served model in place, `sync_chunk_mb` at a time (so memory
+  never holds a second copy of the model), and the prefix cache is reset. No file is written.
+- `weight_sync: disk` (LoRA only): the adapter is saved to ONE directory and vLLM reads it back. Also
+  what `memory` falls back to, saying so once, where the vLLM in use lacks the worker extension.
+A LoRA adapter is always served under a new id and name: that is what makes vLLM use the new weights
+instead of its cached adapter, and it keys vLLM's prefix cache, so no KV block computed with the old
 adapter is reused. (`load_inplace=True` with a fixed id would reload from disk at every engine step
-and keep prefix-cache blocks of the old weights under the same key.) One directory means the 8B
-adapter (~175 MB) never piles up on disk, however many steps run.
+and keep prefix-cache blocks of the old weights under the same key.)
 
 What the loss needs from the sampler: the log-prob of each sampled token after temperature
 (``logprobs_mode="processed_logprobs"``; vLLM's default reports raw logits' log-probs), stop
@@ -22,9 +27,11 @@ present. vLLM is imported lazily (`import_vllm`); `api` lets tests pass a stand-
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -34,6 +41,11 @@ from transformers import PreTrainedTokenizerBase
 
 from .engine import Completion, SamplingConfig
 from .hf import make_completion, stop_token_ids
+from .vllm_worker import EXTENSION
+
+log = logging.getLogger(__name__)
+
+WEIGHT_SYNCS = ("memory", "disk")
 
 
 def _shield_llvmlite_from_vllm_kernel_scan() -> None:
@@ -74,12 +86,13 @@ def import_vllm() -> SimpleNamespace:
 
 
 class VLLMEngine:
-    """`RolloutEngine` over `vllm.LLM(enable_lora=True)`; adapters are re-synced every `sync_every` calls.
+    """`RolloutEngine` over `vllm.LLM`; the policy's weights are re-synced every `sync_every` calls.
 
     Built like every engine, ``engine(training_model, tokenizer)``; `model_path` is the local base
-    checkpoint vLLM loads (the same weights the training model was loaded from). The first
+    checkpoint vLLM loads (the same weights the training model was loaded from). A training model with
+    LoRA is served as base + adapter (`enable_lora`), one without as full weights. The first
     `sync_weights` call always syncs (the module calls it when training starts, so the first
-    rollouts after a resume or a warm start use the current adapter); later ones every `sync_every`.
+    rollouts after a resume or a warm start use the current weights); later ones every `sync_every`.
     """
 
     def __init__(
@@ -95,6 +108,8 @@ class VLLMEngine:
         enable_prefix_caching: bool = True,
         seed: int = 0,
         sync_every: int = 1,
+        weight_sync: str = "memory",
+        sync_chunk_mb: float = 256.0,
         adapter_dir: str | None = None,
         sleep_mode: bool | None = None,
         api: Any = None,
@@ -102,17 +117,26 @@ class VLLMEngine:
     ) -> None:
         if sync_every < 1:
             raise ValueError(f"sync_every must be >= 1, got {sync_every}")
+        if weight_sync not in WEIGHT_SYNCS:
+            raise ValueError(f"rollout.weight_sync must be one of {', '.join(WEIGHT_SYNCS)}; got {weight_sync!r}")
+        if sync_chunk_mb <= 0:
+            raise ValueError(f"rollout.sync_chunk_mb must be > 0, got {sync_chunk_mb}")
+        self.lora = model is None or hasattr(model, "peft_config")  # what the engine serves: base + adapter, or full weights
+        if not self.lora and weight_sync == "disk":
+            raise ValueError("rollout.weight_sync=disk saves LoRA adapters; a model trained without LoRA is synced in "
+                             "memory (rollout.weight_sync=memory)")  # fmt: skip
         self.tokenizer = tokenizer
         self.stops = stop_token_ids(tokenizer, model)  # every end token of the model's generation config
         self.sync_every = sync_every
+        self.weight_sync = weight_sync
+        self.sync_chunk_bytes = int(sync_chunk_mb * 2**20)
         self.sleep_mode = torch.cuda.is_available() if sleep_mode is None else bool(sleep_mode)
-        self.adapter_dir = Path(adapter_dir) if adapter_dir else None  # a temporary one at the first sync
+        self.adapter_dir = Path(adapter_dir) if adapter_dir else None  # weight_sync=disk: a temporary one at the first sync
+        lora_args = dict(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=1) if self.lora else {}
         self.llm_args = dict(
             model=model_path,
             tokenizer=model_path,
-            enable_lora=True,
-            max_lora_rank=max_lora_rank,
-            max_loras=1,
+            **lora_args,
             tensor_parallel_size=tensor_parallel_size,
             gpu_memory_utilization=gpu_memory_utilization,
             max_model_len=max_model_len,
@@ -123,6 +147,8 @@ class VLLMEngine:
             enable_sleep_mode=self.sleep_mode,
             **llm_kwargs,
         )
+        if weight_sync == "memory":
+            self.llm_args.setdefault("worker_extension_cls", EXTENSION)
         if not torch.cuda.is_available():  # vLLM's CPU build: seeded requests cannot be chunked
             # A request whose prompt is prefilled in chunks has its sampled token discarded and its
             # generator rewound (`set_offset`), which CPU generators do not support: the engine dies
@@ -133,9 +159,11 @@ class VLLMEngine:
         self._llm: Any = None
         self.lora_id = 0  # 0 = no adapter synced yet: generate with the base model
         self.lora_request: Any = None
+        self.syncs = 0  # weight syncs done (not skipped by sync_every)
         self._calls = 0
         self._requests = 0  # requests sent so far: offsets per-request seeds
         self._asleep = False
+        self._pending_weights: torch.nn.Module | None = None  # full weights synced while asleep, loaded on waking
 
     @property
     def api(self) -> Any:
@@ -159,21 +187,80 @@ class VLLMEngine:
         if self._asleep:
             self._llm.wake_up()
             self._asleep = False
+        if self._pending_weights is not None:
+            self._load_full_weights(self._pending_weights)
+            self._pending_weights = None
 
     def sync_weights(self, module: torch.nn.Module) -> None:
-        """Overwrite the adapter directory with `module`'s LoRA weights and point later requests at a new id."""
+        """Make the next `generate` sample from `module`'s current weights (see the module docstring)."""
         self._calls += 1
         if (self._calls - 1) % self.sync_every:
             return
-        if not hasattr(module, "peft_config"):
-            raise TypeError("VLLMEngine syncs LoRA adapters only: build the model with `lora:` set")
+        has_lora = hasattr(module, "peft_config")
+        if has_lora != self.lora:
+            raise TypeError("the engine serves " + ("a LoRA adapter, but the training model has none" if self.lora
+                            else "full weights (built for a model without LoRA), but the training model has LoRA"))  # fmt: skip
+        self.syncs += 1
+        if not self.lora:
+            if self._asleep:  # the weights vLLM restores on waking would overwrite these: load them after
+                self._pending_weights = module
+            else:
+                self._load_full_weights(module)
+            return
+        self.lora_id += 1
+        name = f"policy-{self.lora_id}"
+        if self.weight_sync == "memory" and self._install_adapter(module):
+            # the adapter is already loaded under this id; vLLM reads the path only to load one it lacks
+            self.lora_request = self.api.LoRARequest(name, self.lora_id, f"in-memory/{name}")
+            return
         if self.adapter_dir is None:  # removed when the engine is collected or the process exits
             self._adapter_tmp = tempfile.TemporaryDirectory(prefix="envsched-lora-")
             self.adapter_dir = Path(self._adapter_tmp.name)
-        self.lora_id += 1
         path = self.adapter_dir / "policy"
         module.save_pretrained(str(path))  # overwrites the files of the previous sync
-        self.lora_request = self.api.LoRARequest(f"policy-{self.lora_id}", self.lora_id, str(path))
+        self.lora_request = self.api.LoRARequest(name, self.lora_id, str(path))
+
+    def _install_adapter(self, module: torch.nn.Module) -> bool:
+        """The adapter's tensors to vLLM's worker under `self.lora_id`; False (after one log line) where this
+        vLLM has no worker extension, so the caller goes through the folder."""
+        from peft import get_peft_model_state_dict
+
+        tensors = {k: v.detach().to("cpu", copy=True) for k, v in get_peft_model_state_dict(module).items()}
+        config = json.loads(json.dumps(module.peft_config["default"].to_dict(), default=sorted))  # sets -> lists
+        try:
+            self.llm.collective_rpc("envsched_install_adapter", args=(self.lora_id, tensors, config))
+        except (AttributeError, NotImplementedError, ImportError) as err:
+            log.warning("rollout.weight_sync=memory is not available with this vLLM (%s); the adapter goes through a "
+                        "folder from now on (weight_sync=disk)", err)  # fmt: skip
+            self.weight_sync = "disk"
+            return False
+        return True
+
+    def _load_full_weights(self, module: torch.nn.Module) -> None:
+        """Every trainable parameter into the served model, in chunks; then no cached KV block of the old weights."""
+        for chunk in self._weight_chunks(module):
+            self.llm.collective_rpc("envsched_load_weights", args=(chunk,))
+        self.llm.reset_prefix_cache()
+
+    def _weight_chunks(self, module: torch.nn.Module) -> Iterator[list[tuple[str, torch.Tensor]]]:
+        """(Hugging Face name, tensor) lists of about `sync_chunk_bytes` each; frozen parameters are what vLLM
+        loaded from `model_path` and are not sent."""
+        chunk: list[tuple[str, torch.Tensor]] = []
+        size = 0
+        for name, param in module.named_parameters():
+            if not param.requires_grad:
+                continue
+            chunk.append((name, param.detach()))
+            size += param.numel() * param.element_size()
+            if size >= self.sync_chunk_bytes:
+                yield chunk
+                chunk, size = [], 0
+        if chunk:
+            yield chunk
+
+    def held_adapters(self) -> list[int]:
+        """The adapter ids vLLM's worker holds now (weight_sync=memory; tests check it stays at one)."""
+        return self.llm.collective_rpc("envsched_adapters")[0]
 
     def _sampling_params(self, sampling: SamplingConfig, seed: int | None) -> Any:
         greedy = sampling.temperature <= 0.0

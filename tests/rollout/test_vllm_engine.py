@@ -1,8 +1,9 @@
 """Weight-sync bookkeeping of the vLLM engine, in the default suite.
 
 The default suite's environment has no vLLM, so `FakeVLLM` below is a STAND-IN for the three vLLM
-names the engine uses (`LLM`, `SamplingParams`, `LoRARequest`): it records every call and answers
-with canned token ids. What is real: the peft LoRA model whose adapter is saved, the tokenizer, and
+names the engine uses (`LLM`, `SamplingParams`, `LoRARequest`) and for `LLM.collective_rpc` (the
+worker-extension calls, recorded, not run; `FakeVLLM(rpc=False)` is a vLLM without them): it records
+every call and answers with canned token ids. What is real: the peft LoRA model whose adapter is saved, the tokenizer, and
 the engine's own bookkeeping. The engine against real vLLM is tested in `tests_vllm/`
 (`make test-vllm`).
 """
@@ -22,10 +23,14 @@ from envsched_lightning.rollout import RolloutEngine, SamplingConfig, VLLMEngine
 class FakeVLLM:
     """Stand-in for vLLM: records constructor, generate calls, sampling params and LoRA requests."""
 
-    def __init__(self, reply_ids):
+    def __init__(self, reply_ids, rpc: bool = True):
         self.reply_ids = reply_ids
         self.llm_kwargs = None
         self.generate_calls = []
+        self.rpc_calls = []
+        self.prefix_resets = 0
+        if rpc:
+            self.collective_rpc = lambda method, args=(): self.rpc_calls.append((method, args)) or [None]
         self.LLM = self._make_llm
         self.SamplingParams = lambda **kw: SimpleNamespace(**kw)
         self.LoRARequest = lambda name, int_id, path: SimpleNamespace(
@@ -35,6 +40,9 @@ class FakeVLLM:
     def _make_llm(self, **kwargs):
         self.llm_kwargs = kwargs
         return self
+
+    def reset_prefix_cache(self):
+        self.prefix_resets += 1
 
     def generate(self, requests, params, use_tqdm=False, lora_request=None):
         self.generate_calls.append(SimpleNamespace(requests=requests, params=params, lora_request=lora_request))
@@ -54,7 +62,7 @@ def test_weight_sync_saves_adapter_and_advances_the_request(tiny_policy, lora_mo
     reply = tok.encode("The counter is 2.", add_special_tokens=False) + [tok.eos_token_id]
     fake = FakeVLLM(reply)
     engine = VLLMEngine(lora_model, tok, model_path="/weights/Qwen3-8B", tensor_parallel_size=2, max_lora_rank=8,
-                        adapter_dir=str(tmp_path), api=fake)  # fmt: skip
+                        adapter_dir=str(tmp_path), weight_sync="disk", api=fake)  # fmt: skip
     assert isinstance(engine, RolloutEngine)
     sampling = SamplingConfig(max_new_tokens=7, temperature=0.7, top_p=0.9, seed=3)
 
@@ -96,17 +104,80 @@ def test_without_a_seed_one_params_object_serves_every_request(tiny_policy, lora
 
 def test_sync_every_k_steps(tiny_policy, lora_model, tmp_path):
     engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", sync_every=3, adapter_dir=str(tmp_path),
-                        api=FakeVLLM([0]))  # fmt: skip
+                        weight_sync="disk", api=FakeVLLM([0]))  # fmt: skip
     for _ in range(7):
         engine.sync_weights(lora_model)
     assert engine.lora_id == 3  # calls 1 (the start of training), 4 and 7
     assert [p.name for p in tmp_path.iterdir()] == ["policy"]
 
 
-def test_full_weight_models_are_refused(tiny_policy, tmp_path):
+def test_in_memory_sync_hands_the_adapter_tensors_to_the_worker_and_writes_nothing(tiny_policy, lora_model, tmp_path):
+    from peft import get_peft_model_state_dict
+
+    fake = FakeVLLM([0])
+    engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", adapter_dir=str(tmp_path), api=fake)
+    assert fake.rpc_calls == [] and engine.weight_sync == "memory"
+    engine.sync_weights(lora_model)
+    engine.sync_weights(lora_model)
+    assert fake.llm_kwargs["worker_extension_cls"] == "envsched_lightning.rollout.vllm_worker.WeightSyncExtension"
+    assert [(m, a[0]) for m, a in fake.rpc_calls] == [("envsched_install_adapter", 1), ("envsched_install_adapter", 2)]
+    _, tensors, config = fake.rpc_calls[-1][1]
+    expected = get_peft_model_state_dict(lora_model)
+    assert tensors.keys() == expected.keys() and all(tensors[k].equal(expected[k]) for k in expected)
+    assert all(tensors[k].data_ptr() != expected[k].data_ptr() for k in expected)  # copies: training goes on in place
+    assert json.loads(json.dumps(config)) == config and config["r"] == 4 and sorted(config["target_modules"]) == ["q_proj", "v_proj"]
+    engine.generate([[1]], SamplingConfig(max_new_tokens=2))
+    req = fake.generate_calls[-1].lora_request
+    assert (req.lora_int_id, req.lora_name, req.lora_path) == (2, "policy-2", "in-memory/policy-2")
+    assert list(tmp_path.iterdir()) == []  # no adapter folder
+
+
+def test_a_vllm_without_the_worker_extension_falls_back_to_the_folder_and_says_so_once(tiny_policy, lora_model, tmp_path, caplog):
+    engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", adapter_dir=str(tmp_path), api=FakeVLLM([0], rpc=False))
+    for _ in range(3):
+        engine.sync_weights(lora_model)
+    assert engine.weight_sync == "disk" and engine.lora_request.lora_path == str(tmp_path / "policy")
+    assert [r.message.startswith("rollout.weight_sync=memory is not available") for r in caplog.records].count(True) == 1
+
+
+def test_a_model_without_lora_is_served_as_full_weights_synced_in_chunks(tiny_policy):
     model = build_tiny_qwen3(vocab_size=len(tiny_policy.tokenizer))
-    engine = VLLMEngine(model, tiny_policy.tokenizer, model_path="m", adapter_dir=str(tmp_path), api=FakeVLLM([0]))
-    with pytest.raises(TypeError, match="LoRA"):
+    model.model.embed_tokens.weight.requires_grad_(False)  # frozen: vLLM already holds it
+    fake = FakeVLLM([0])
+    engine = VLLMEngine(model, tiny_policy.tokenizer, model_path="m", sync_chunk_mb=0.05, api=fake)
+    assert not engine.lora
+    engine.sync_weights(model)
+    assert "enable_lora" not in fake.llm_kwargs and "max_lora_rank" not in fake.llm_kwargs
+    chunks = [args[0] for method, args in fake.rpc_calls if method == "envsched_load_weights"]
+    sent = [name for chunk in chunks for name, _ in chunk]
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert len(chunks) > 1 and sent == trainable  # every trainable parameter once, in order; the frozen one not
+    assert all(sum(t.numel() * t.element_size() for _, t in c[:-1]) < 0.05 * 2**20 for c in chunks)
+    assert fake.prefix_resets == 1 and engine.lora_request is None  # no KV block of the old weights is reused
+
+
+def test_full_weights_synced_while_the_engine_sleeps_are_loaded_when_it_wakes(tiny_policy):
+    model = build_tiny_qwen3(vocab_size=len(tiny_policy.tokenizer))
+    fake = FakeVLLM([0])
+    fake.sleep = lambda level: None
+    fake.wake_up = lambda: fake.rpc_calls.append(("wake_up", ()))
+    engine = VLLMEngine(model, tiny_policy.tokenizer, model_path="m", sleep_mode=True, api=fake)
+    engine.llm
+    engine.sleep()
+    engine.sync_weights(model)
+    assert fake.rpc_calls == []  # waking restores the weights it offloaded: loading now would be overwritten
+    engine.wake_up()
+    assert fake.rpc_calls[0] == ("wake_up", ()) and fake.rpc_calls[1][0] == "envsched_load_weights"
+
+
+def test_settings_that_cannot_work_are_refused(tiny_policy, lora_model):
+    model = build_tiny_qwen3(vocab_size=len(tiny_policy.tokenizer))
+    with pytest.raises(ValueError, match="weight_sync=disk saves LoRA adapters"):
+        VLLMEngine(model, tiny_policy.tokenizer, model_path="m", weight_sync="disk", api=FakeVLLM([0]))
+    with pytest.raises(ValueError, match="weight_sync must be one of memory, disk"):
+        VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", weight_sync="nccl", api=FakeVLLM([0]))
+    engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", api=FakeVLLM([0]))
+    with pytest.raises(TypeError, match="serves a LoRA adapter, but the training model has none"):
         engine.sync_weights(model)
 
 
