@@ -24,8 +24,8 @@ def full_engine(checkpoint_dir, engine):
 
 def test_each_step_samples_that_steps_weights_in_chunks(full_engine, checkpoint_dir, worlds):
     policy = load_policy(checkpoint_dir, full=True)
-    full_engine.sync_chunk_bytes = 64 * 1024  # many chunks: a chunk boundary inside a q/k/v or gate/up pack
-    assert len(list(full_engine._weight_chunks(policy.model))) > 5
+    full_engine.sync_chunk_bytes = 1  # a reload call per block: layers a call does not name must keep their weights
+    assert len(list(full_engine._weight_chunks(policy.model))) >= 4  # embeddings, 2 decoder blocks, final norm
     gaps = each_step_serves_its_own_weights(full_engine, policy, worlds, scale=0.01)
     print("full weights: (gap to step k, to step k-1) " + ", ".join(f"({a:.1e}, {b:.1e})" for a, b in gaps))
 
@@ -51,4 +51,4 @@ def test_fifty_full_weight_syncs_do_not_grow_the_process(full_engine, checkpoint
     print(f"after 50 full-weight syncs: {grew}")
     assert full_engine.held_adapters() == []
     assert grew["open_files"] <= 2
-    assert grew["rss_mb"] < 64, "50 syncs of a 1.8 MB model grew the process by more than 64 MB"
+    assert grew["rss_mb"] < 8, "50 syncs of a 1.8 MB model grew the process by more than 8 MB"

@@ -4,8 +4,9 @@ model trained without LoRA, the full weights.
 `sync_weights` hands the trainer's weights to vLLM after each optimiser step (every `sync_every`):
 - `weight_sync: memory` (the default): through methods added to vLLM's worker (`vllm_worker.py`). A LoRA
   adapter's tensors become a vLLM adapter under a new id, the previous one dropped; without LoRA, the
-  trainable parameters are copied into the served model in place, `sync_chunk_mb` at a time (so memory
-  never holds a second copy of the model), and the prefix cache is reset. No file is written.
+  decoder blocks that have trainable parameters are loaded into the served model in place through vLLM's
+  own reload path, `sync_chunk_mb` of whole blocks at a time (so memory never holds a second copy of the
+  model), and the prefix cache is reset. No file is written.
 - `weight_sync: disk` (LoRA only): the adapter is saved to ONE directory and vLLM reads it back. Also
   what `memory` falls back to, saying so once, where the vLLM in use lacks the worker extension.
 A LoRA adapter is always served under a new id and name: that is what makes vLLM use the new weights
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -69,6 +71,12 @@ def _shield_llvmlite_from_vllm_kernel_scan() -> None:
 
     __getattr__._refuses_dunders = True  # type: ignore[attr-defined]
     wrapper.__getattr__ = __getattr__
+
+
+def _block_of(name: str) -> str:
+    """The decoder block (`model.layers.7`) or top-level module (`model.embed_tokens`) a parameter belongs to."""
+    found = re.match(r"(.*?\.layers\.\d+)\.", name)
+    return found.group(1) if found else name.rsplit(".", 1)[0]
 
 
 def import_vllm() -> SimpleNamespace:
@@ -243,15 +251,24 @@ class VLLMEngine:
         self.llm.reset_prefix_cache()
 
     def _weight_chunks(self, module: torch.nn.Module) -> Iterator[list[tuple[str, torch.Tensor]]]:
-        """(Hugging Face name, tensor) lists of about `sync_chunk_bytes` each; frozen parameters are what vLLM
-        loaded from `model_path` and are not sent."""
+        """(Hugging Face name, tensor) lists of whole decoder blocks (and top-level modules), about
+        `sync_chunk_bytes` each: vLLM rebuilds a layer from all of its weights (q/k/v into one packed
+        projection), so a chunk never splits a block. A block with no trainable parameter is what vLLM
+        loaded from `model_path` and is not sent."""
+        blocks: dict[str, list[tuple[str, torch.Tensor]]] = {}
+        trained: set[str] = set()
+        for name, param in module.named_parameters():
+            block = _block_of(name)
+            blocks.setdefault(block, []).append((name, param.detach()))
+            if param.requires_grad:
+                trained.add(block)
         chunk: list[tuple[str, torch.Tensor]] = []
         size = 0
-        for name, param in module.named_parameters():
-            if not param.requires_grad:
+        for block, params in blocks.items():
+            if block not in trained:
                 continue
-            chunk.append((name, param.detach()))
-            size += param.numel() * param.element_size()
+            chunk += params
+            size += sum(t.numel() * t.element_size() for _, t in params)
             if size >= self.sync_chunk_bytes:
                 yield chunk
                 chunk, size = [], 0

@@ -8,6 +8,7 @@ name, inside vLLM.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,9 +50,20 @@ class WeightSyncExtension:
         return sorted(manager.list_adapters())
 
     def envsched_load_weights(self, weights: Sequence[tuple[str, torch.Tensor]]) -> int:
-        """Copy full parameters (Hugging Face names) into the served model in place, through the model's own
-        `load_weights` (which packs q/k/v and gate/up as vLLM stores them). Returns how many were given."""
-        self.model_runner.get_model().load_weights(weights=list(weights))  # type: ignore[attr-defined]
+        """Load full parameters (Hugging Face names) into the served model in place through vLLM's own reload path
+        (`Worker.reload_weights`: the checkpoint-format loaders, then the same post-load processing as at start,
+        e.g. the CPU build's weight packing). Each call must hold whole layers (the engine sends whole decoder
+        blocks); layers it does not name keep their weights, which vLLM reports per layer: silenced here, as
+        a chunked sync names only some layers by design. Returns how many tensors were given."""
+        quiet = [logging.getLogger(f"vllm.model_executor.model_loader.reload.{m}") for m in ("layerwise", "inplace")]
+        levels = [logger.level for logger in quiet]
+        for logger in quiet:
+            logger.setLevel(logging.ERROR)
+        try:
+            self.reload_weights(weights_iterator=list(weights), is_checkpoint_format=True)  # type: ignore[attr-defined]
+        finally:
+            for logger, level in zip(quiet, levels):
+                logger.setLevel(level)
         return len(weights)
 
     def envsched_adapters(self) -> list[int]:

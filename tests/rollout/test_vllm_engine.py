@@ -140,9 +140,11 @@ def test_a_vllm_without_the_worker_extension_falls_back_to_the_folder_and_says_s
     assert [r.message.startswith("rollout.weight_sync=memory is not available") for r in caplog.records].count(True) == 1
 
 
-def test_a_model_without_lora_is_served_as_full_weights_synced_in_chunks(tiny_policy):
+def test_a_model_without_lora_is_served_as_full_weights_synced_in_whole_blocks(tiny_policy):
     model = build_tiny_qwen3(vocab_size=len(tiny_policy.tokenizer))
     model.model.embed_tokens.weight.requires_grad_(False)  # frozen: vLLM already holds it
+    for name, p in model.model.layers[0].named_parameters():
+        p.requires_grad_(name == "mlp.up_proj.weight")  # one trainable weight: its whole block goes (vLLM packs gate/up)
     fake = FakeVLLM([0])
     engine = VLLMEngine(model, tiny_policy.tokenizer, model_path="m", sync_chunk_mb=0.05, api=fake)
     assert not engine.lora
@@ -150,9 +152,9 @@ def test_a_model_without_lora_is_served_as_full_weights_synced_in_chunks(tiny_po
     assert "enable_lora" not in fake.llm_kwargs and "max_lora_rank" not in fake.llm_kwargs
     chunks = [args[0] for method, args in fake.rpc_calls if method == "envsched_load_weights"]
     sent = [name for chunk in chunks for name, _ in chunk]
-    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
-    assert len(chunks) > 1 and sent == trainable  # every trainable parameter once, in order; the frozen one not
-    assert all(sum(t.numel() * t.element_size() for _, t in c[:-1]) < 0.05 * 2**20 for c in chunks)
+    assert sent == [n for n, _ in model.named_parameters() if n != "model.embed_tokens.weight"]  # each once, in order
+    blocks = [{n.split(".")[2] for n, _ in chunk if n.startswith("model.layers.")} for chunk in chunks]
+    assert len(chunks) > 1 and all(a.isdisjoint(b) for i, a in enumerate(blocks) for b in blocks[i + 1 :])  # no block split
     assert fake.prefix_resets == 1 and engine.lora_request is None  # no KV block of the old weights is reused
 
 
