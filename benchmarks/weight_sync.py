@@ -7,7 +7,8 @@ Per model and row: `--rounds` rounds of (move every trainable weight, as an opti
 one rollout of the same requests through the agent loop), after one unmeasured round that starts the engine.
 The table gives the sync's median milliseconds, the rollout's median seconds, the sync's share of sync +
 rollout (a training step also has its update, so its share of a whole step is lower) and generated tokens/s.
-The `hf` row runs the same requests with the transformers engine on the same training model (it shares the
+`adapter merged` serves the LoRA model as full weights with the adapter merged at each sync
+(`rollout.merge_lora=true`). The `hf` row runs the same requests with the transformers engine on the same training model (it shares the
 weights: nothing to sync). `rehearsal` is the `make rehearsal` checkpoint shape written fresh (tiny Qwen3,
 LoRA r 8); `smollm2` is SmolLM2-135M-Instruct from `make smollm2` (LoRA r 16 on every projection, as
 experiment=smollm2_cpu without `top_layers`), skipped when its folder is missing. fp32, in one process, one
@@ -43,11 +44,12 @@ from envsched_lightning.models.checkpoint import (  # noqa: E402
 from envsched_lightning.rollout import HFEngine, SamplingConfig, run_agent_loop  # noqa: E402
 from envsched_lightning.rollout.vllm_engine import VLLMEngine  # noqa: E402
 
-ROWS = {  # row -> (LoRA?, engine, weight_sync)
-    "adapter, folder (before)": (True, "vllm", "disk"),
-    "adapter, in memory": (True, "vllm", "memory"),
-    "full weights, in memory": (False, "vllm", "memory"),
-    "hf engine (shares the weights)": (True, "hf", None),
+ROWS = {  # row -> (LoRA?, engine, weight_sync, merge_lora)
+    "adapter, folder (before)": (True, "vllm", "disk", False),
+    "adapter, in memory": (True, "vllm", "memory", False),
+    "adapter merged, in memory": (True, "vllm", "memory", True),
+    "full weights, in memory": (False, "vllm", "memory", False),
+    "hf engine (shares the weights)": (True, "hf", None, False),
 }
 
 
@@ -96,14 +98,14 @@ def close(engine: Any) -> None:
 
 
 def run_row(model: Model, row: str, items, args) -> dict[str, float]:
-    lora, kind, sync = ROWS[row]
+    lora, kind, sync, merge = ROWS[row]
     policy = model.load(lora)
     trainable = sum(p.numel() for p in policy.model.parameters() if p.requires_grad)
     if kind == "hf":
         engine: Any = HFEngine(policy.model, policy.tokenizer)
     else:
         engine = VLLMEngine(policy.model, policy.tokenizer, model_path=str(model.folder), max_model_len=4096,
-                            weight_sync=sync, **model.vllm_kw)  # fmt: skip
+                            weight_sync=sync, merge_lora=merge, **model.vllm_kw)  # fmt: skip
     sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=1.0, seed=0)
     rounds = []
     try:

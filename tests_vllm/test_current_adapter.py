@@ -91,9 +91,9 @@ class Data(L.LightningDataModule):
 
 def fit(engine, policy, items, steps: int, tmp_path, warm_steps: int = 0, ckpt_path=None) -> AgreementProbe:
     """A real fit; the engine first serves the base weights, as in a new process, until the module syncs."""
-    base = load_policy(engine.llm_args["model"], full=not engine.lora).model  # LoRA: a zero adapter
+    base = load_policy(engine.llm_args["model"], full=not engine.peft).model  # LoRA: a zero adapter
     engine.sync_weights(base)
-    probe = AgreementProbe(engine, policy.model, base=None if engine.lora else base)
+    probe = AgreementProbe(engine, policy.model, base=None if engine.peft else base)
     module = GRPOModule(policy, engine=lambda _model, _tok: probe, optimizer=partial(torch.optim.AdamW, lr=5e-2),
                         sampling=dict(max_new_tokens=48, seed=0), grpo=dict(group_size=GROUP, max_seq_len=2048),
                         warm_start=dict(steps=warm_steps, lr=2e-2, batch_size=8),

@@ -7,6 +7,11 @@ model trained without LoRA, the full weights.
   decoder blocks that have trainable parameters are loaded into the served model in place through vLLM's
   own reload path, `sync_chunk_mb` of whole blocks at a time (so memory never holds a second copy of the
   model), and the prefix cache is reset. No file is written.
+- `merge_lora: true` serves a LoRA-trained model as full weights, each adapted projection merged
+  (W + scale * B @ A) at every sync: vLLM then runs no LoRA kernels, which on its CPU build are the
+  slowest part of generation (docs/real_stack.md). Exact in fp32; in bf16 the merged weight is rounded,
+  so an update smaller than a weight's rounding step does not reach the sampler (the loss's
+  off-policy correction and `rollout/logprob_diff_*` show the gap).
 - `weight_sync: disk` (LoRA only): the adapter is saved to ONE directory and vLLM reads it back. Also
   what `memory` falls back to, saying so once, where the vLLM in use lacks the worker extension.
 A LoRA adapter is always served under a new id and name: that is what makes vLLM use the new weights
@@ -79,6 +84,21 @@ def _block_of(name: str) -> str:
     return found.group(1) if found else name.rsplit(".", 1)[0]
 
 
+@torch.no_grad()
+def _merged_weight(model: torch.nn.Module, name: str, param: torch.Tensor) -> tuple[str, torch.Tensor]:
+    """A parameter of a LoRA-wrapped model under its Hugging Face name, with its active adapters' deltas added
+    when it is an adapted projection's weight (peft's `get_delta_weight`: scale and layout included)."""
+    if ".base_layer." not in name:
+        return name, param.detach()
+    owner = model.get_submodule(name.split(".base_layer.")[0])
+    weight = param.detach()
+    if name.endswith(".base_layer.weight"):
+        for adapter in owner.active_adapters:
+            if adapter in getattr(owner, "lora_A", {}):
+                weight = weight + owner.get_delta_weight(adapter)
+    return name.replace(".base_layer.", "."), weight
+
+
 def import_vllm() -> SimpleNamespace:
     """The three vLLM names this engine uses, imported only when an engine is first used."""
     _shield_llvmlite_from_vllm_kernel_scan()
@@ -117,6 +137,7 @@ class VLLMEngine:
         seed: int = 0,
         sync_every: int = 1,
         weight_sync: str = "memory",
+        merge_lora: bool = False,
         sync_chunk_mb: float = 256.0,
         adapter_dir: str | None = None,
         sleep_mode: bool | None = None,
@@ -129,10 +150,13 @@ class VLLMEngine:
             raise ValueError(f"rollout.weight_sync must be one of {', '.join(WEIGHT_SYNCS)}; got {weight_sync!r}")
         if sync_chunk_mb <= 0:
             raise ValueError(f"rollout.sync_chunk_mb must be > 0, got {sync_chunk_mb}")
-        self.lora = model is None or hasattr(model, "peft_config")  # what the engine serves: base + adapter, or full weights
+        self.peft = model is None or hasattr(model, "peft_config")  # the training model has LoRA
+        if merge_lora and not self.peft:
+            raise ValueError("rollout.merge_lora=true merges a LoRA adapter into the served weights; this model has no LoRA")
+        self.lora = self.peft and not merge_lora  # what vLLM serves: base + adapter, or full (possibly merged) weights
         if not self.lora and weight_sync == "disk":
-            raise ValueError("rollout.weight_sync=disk saves LoRA adapters; a model trained without LoRA is synced in "
-                             "memory (rollout.weight_sync=memory)")  # fmt: skip
+            raise ValueError("rollout.weight_sync=disk saves LoRA adapters for vLLM to read; full or merged weights are "
+                             "synced in memory (rollout.weight_sync=memory)")  # fmt: skip
         self.tokenizer = tokenizer
         self.stops = stop_token_ids(tokenizer, model)  # every end token of the model's generation config
         self.sync_every = sync_every
@@ -204,10 +228,9 @@ class VLLMEngine:
         self._calls += 1
         if (self._calls - 1) % self.sync_every:
             return
-        has_lora = hasattr(module, "peft_config")
-        if has_lora != self.lora:
-            raise TypeError("the engine serves " + ("a LoRA adapter, but the training model has none" if self.lora
-                            else "full weights (built for a model without LoRA), but the training model has LoRA"))  # fmt: skip
+        if hasattr(module, "peft_config") != self.peft:
+            raise TypeError("the engine was built for a training model " + ("with LoRA, but this one has none" if self.peft
+                            else "without LoRA, but this one has LoRA"))  # fmt: skip
         self.syncs += 1
         if not self.lora:
             if self._asleep:  # the weights vLLM restores on waking would overwrite these: load them after
@@ -254,21 +277,25 @@ class VLLMEngine:
         """(Hugging Face name, tensor) lists of whole decoder blocks (and top-level modules), about
         `sync_chunk_bytes` each: vLLM rebuilds a layer from all of its weights (q/k/v into one packed
         projection), so a chunk never splits a block. A block with no trainable parameter is what vLLM
-        loaded from `model_path` and is not sent."""
+        loaded from `model_path` and is not sent. A LoRA model (`merge_lora`) sends each adapted
+        projection as base + scale * B @ A, computed one chunk at a time."""
+        merged = hasattr(module, "peft_config")
+        source = module.get_base_model() if merged else module
         blocks: dict[str, list[tuple[str, torch.Tensor]]] = {}
         trained: set[str] = set()
-        for name, param in module.named_parameters():
+        for name, param in source.named_parameters():
             block = _block_of(name)
-            blocks.setdefault(block, []).append((name, param.detach()))
             if param.requires_grad:
                 trained.add(block)
+            if not (merged and ".lora_" in name):
+                blocks.setdefault(block, []).append((name, param))
         chunk: list[tuple[str, torch.Tensor]] = []
         size = 0
         for block, params in blocks.items():
             if block not in trained:
                 continue
-            chunk += params
-            size += sum(t.numel() * t.element_size() for _, t in params)
+            chunk += [_merged_weight(source, name, p) if merged else (name, p.detach()) for name, p in params]
+            size += sum(p.numel() * p.element_size() for _, p in params)
             if size >= self.sync_chunk_bytes:
                 yield chunk
                 chunk, size = [], 0

@@ -158,6 +158,27 @@ def test_a_model_without_lora_is_served_as_full_weights_synced_in_whole_blocks(t
     assert fake.prefix_resets == 1 and engine.lora_request is None  # no KV block of the old weights is reused
 
 
+def test_merge_lora_serves_base_plus_adapter_as_full_weights_under_their_own_names(tiny_policy, lora_model):
+    import copy
+
+    import torch
+
+    with torch.no_grad():
+        for name, p in lora_model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.1)  # a trained adapter (B starts at zero)
+    fake = FakeVLLM([0])
+    engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", merge_lora=True, sync_chunk_mb=0.05, api=fake)
+    engine.sync_weights(lora_model)
+    assert "enable_lora" not in fake.llm_kwargs and engine.lora_request is None and fake.prefix_resets == 1
+    sent = dict(kv for method, args in fake.rpc_calls if method == "envsched_load_weights" for kv in args[0])
+    expected = copy.deepcopy(lora_model).merge_and_unload().state_dict()  # peft's own merge
+    assert set(sent) == {n for n in expected if n.startswith("model.layers.")}  # every block is adapted; nothing else is sent
+    assert all(torch.allclose(sent[n], expected[n], atol=1e-6) for n in sent)
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert not torch.allclose(sent[q], lora_model.get_base_model().get_submodule("model.layers.0.self_attn.q_proj").base_layer.weight)
+
+
 def test_full_weights_synced_while_the_engine_sleeps_are_loaded_when_it_wakes(tiny_policy):
     model = build_tiny_qwen3(vocab_size=len(tiny_policy.tokenizer))
     fake = FakeVLLM([0])
@@ -179,8 +200,10 @@ def test_settings_that_cannot_work_are_refused(tiny_policy, lora_model):
     with pytest.raises(ValueError, match="weight_sync must be one of memory, disk"):
         VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", weight_sync="nccl", api=FakeVLLM([0]))
     engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", api=FakeVLLM([0]))
-    with pytest.raises(TypeError, match="serves a LoRA adapter, but the training model has none"):
+    with pytest.raises(TypeError, match="built for a training model with LoRA, but this one has none"):
         engine.sync_weights(model)
+    with pytest.raises(ValueError, match="merge_lora=true merges a LoRA adapter .* this model has no LoRA"):
+        VLLMEngine(model, tiny_policy.tokenizer, model_path="m", merge_lora=True, api=FakeVLLM([0]))
 
 
 def test_vllm_is_not_imported_until_used(tiny_policy, lora_model, monkeypatch):
