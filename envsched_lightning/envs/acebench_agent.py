@@ -44,6 +44,7 @@ from envsched_lightning.envs.acebench import function_docs
 from envsched_lightning.envs.backends.acebench_phone import BaseApi, FoodPlatform, MessageApi, ReminderApi
 from envsched_lightning.envs.backends.acebench_travel import Travel
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
+from envsched_lightning.envs.parsing import render_assistant_turn
 from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.envs.users import UserSettings, UserSimulator
@@ -450,6 +451,23 @@ class AceBenchAgentEnvironment(Environment):
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return list({s["function"]["name"]: dict(s) for t in self._tasks for s in t.tools}.values())
+
+    def oracle_turns(self, task: Task) -> list[str]:
+        """The task's milestones (the first alternative where there are several) as tool-call turns, one call
+        each, then a closing answer: the scripted episodes of the SFT warm start. Milestones that upstream's
+        own decoder cannot run (some are not valid Python, e.g. `'Domino's'`) are left out, so a few scripts
+        miss the end state; the warm start keeps only the episodes that succeed."""
+        stones = task.ground_truth["answer"]["mile_stone"]
+        if stones and isinstance(stones[0], list):
+            stones = stones[0]
+        turns = []
+        for stone in stones:
+            try:
+                calls = decode_agent_message(str(stone))
+            except DecodeFailure:
+                continue
+            turns += [render_assistant_turn("", [ToolCall(name, dict(args))]) for name, args, why in calls if why is None]
+        return [*turns, "All done."]
 
     def reset(self, task: Task) -> Episode:
         record = task.ground_truth["record"]

@@ -8,6 +8,7 @@ answers without a tool call or `task.max_turns` is reached, then asks `Episode.v
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -118,6 +119,58 @@ def next_turn(episode: Episode, answer: str) -> tuple[list[dict[str, str]] | Non
     except Exception as exc:  # noqa: BLE001 - a broken task ends its episode, not the batch
         return None, f"end_turn failed: {type(exc).__name__}: {str(exc)[:120]}"
     return ([{"role": str(m["role"]), "content": str(m["content"])} for m in nxt] if nxt else None), None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What one model turn did to an episode, and whether the episode goes on: the one rule the agent loop
+    and `envs.score.replay` both follow."""
+
+    parsed: ParsedTurn
+    results: list[ToolResult]
+    answer: str  # the turn's text outside tool calls (a failed `end_turn`'s reason appended): the final answer so far
+    user_messages: list[dict[str, str]] | None  # after an answer: the task's next user turn, if it goes on
+    done: bool
+    truncated: bool  # ended by `task.max_turns` while the task would have gone on
+
+    @property
+    def is_answer(self) -> bool:
+        return not self.parsed.calls and not self.parsed.errors
+
+
+def play_turn(episode: Episode, task: Task, text: str, turns_played: int,
+              parse: Callable[[str], ParsedTurn] | None = None,
+              time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT) -> TurnOutcome:  # fmt: skip
+    """Run model turn number `turns_played` (counting this one) of `task`: its tool calls, or, for an answer (no
+    call, no malformed block), the task's next user turn (`end_turn`). The episode ends on an answer with no
+    next turn, or after `task.max_turns` model turns."""
+    parsed, results = episode.turn(text, parse, time_limit)
+    answer = parsed.content
+    if not parsed.calls and not parsed.errors:
+        nxt, failed = next_turn(episode, answer)
+        if failed:  # a broken task ends its episode
+            answer = f"{answer}\n[{failed}]"
+        if nxt is None or turns_played >= task.max_turns:
+            return TurnOutcome(parsed, results, answer, None, True, nxt is not None)
+        return TurnOutcome(parsed, results, answer, nxt, False, False)
+    over = turns_played >= task.max_turns
+    return TurnOutcome(parsed, results, answer, None, over, over)
+
+
+INVALID_REWARD = "invalid reward"
+"""Prefix of a verdict's reason when the verifier raised or gave a reward outside [0, 1] (scored 0)."""
+
+
+def checked_verdict(episode: Episode, final_answer: str) -> Verdict:
+    """`episode.verify(final_answer)`, with a reward that is a finite number in [0, 1] or else 0 and why."""
+    try:
+        verdict = episode.verify(final_answer)
+        reward = float(verdict.reward)
+    except Exception as exc:  # noqa: BLE001 - a verifier bug costs this episode its reward, not the run
+        return Verdict(0.0, f"{INVALID_REWARD}: verifier raised {type(exc).__name__}: {str(exc)[:200]}")
+    if not math.isfinite(reward) or not 0.0 <= reward <= 1.0:
+        return Verdict(0.0, f"{INVALID_REWARD}: {reward!r} outside [0, 1] ({str(verdict.reason)[:200]})")
+    return Verdict(reward, str(verdict.reason), dict(getattr(verdict, "scores", None) or {}))
 
 
 class Environment(ABC):

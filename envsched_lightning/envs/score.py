@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .base import Environment, Task, Verdict, next_turn
+from .base import Environment, Task, Verdict, checked_verdict, play_turn
 from .registry import builtin_env_names, make_env
 
 
@@ -108,26 +108,15 @@ def read_outputs(path: str | os.PathLike[str], task_ids: Sequence[str]) -> Score
 
 
 def replay(env: Environment, task: Task, texts: Sequence[str]) -> tuple[Verdict, int]:
-    """Play `texts` as the model's turns, ending where the agent loop ends an episode; (verdict, turns played).
-
-    Mirrors `rollout.agent_loop._advance`: an answer (no call, no malformed block) asks a multi-turn
-    episode for its next user turn (`end_turn`), and the episode ends when there is none or after
-    `task.max_turns` model turns; the final answer is the last played turn's text outside tool calls."""
-    from envsched_lightning.rollout.agent_loop import checked_verdict
-
+    """Play `texts` as the model's turns, ending where the agent loop ends an episode (`base.play_turn`, the rule
+    both follow); (verdict, turns played). The final answer is the last played turn's text outside tool calls."""
     episode = env.reset(task)
     answer, played = "", 0
     for text in texts:
         played += 1
-        parsed, _ = episode.turn(text)
-        answer = parsed.content
-        if not parsed.calls and not parsed.errors:
-            nxt, failed = next_turn(episode, answer)
-            if failed:  # as the agent loop: a broken task ends its episode
-                answer = f"{answer}\n[{failed}]"
-            if not nxt or played >= task.max_turns:
-                break
-        elif played >= task.max_turns:
+        out = play_turn(episode, task, text, played)
+        answer = out.answer
+        if out.done:
             break
     return checked_verdict(episode, answer), played
 

@@ -26,14 +26,21 @@ through `checked_verdict`: a verifier that raises, or a reward that is not a fin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
-from envsched_lightning.envs.base import Environment, Episode, Task, Verdict, next_turn
+from envsched_lightning.envs.base import (  # noqa: F401 - checked_verdict and INVALID_REWARD are re-exported
+    INVALID_REWARD,
+    Environment,
+    Episode,
+    Task,
+    Verdict,
+    checked_verdict,
+    play_turn,
+)
 from envsched_lightning.envs.time_limit import DEFAULT_TOOL_TIME_LIMIT
 from envsched_lightning.envs.tool_formats import translate
 
@@ -102,27 +109,25 @@ def _append_context(ep: _Running, token_ids: list[int], what: str, budget: int) 
 
 def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budget: int,
              tool_time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT) -> None:  # fmt: skip
-    """Append one model turn, run its tool calls, and append their results (or finish the episode)."""
+    """Append one model turn, run it (`play_turn`: its tool calls, or the next user turn after an answer), and
+    append what comes back, or finish the episode."""
     _append(ep, list(completion.token_ids), True, completion.logprobs)
     ep.turns += 1
-    parsed, results = ep.episode.turn(completion.text, renderer.parse, tool_time_limit)
-    ep.parse_errors += len(parsed.errors)
+    out = play_turn(ep.episode, ep.task, completion.text, ep.turns, renderer.parse, tool_time_limit)
+    ep.parse_errors += len(out.parsed.errors)
     ep.messages.append({"role": "assistant", "content": completion.text})
-    ep.final_answer = parsed.content
-    if not parsed.calls and not parsed.errors:  # an answer: the next user turn, if the task has one
-        user_msgs = _next_user_turn(ep)
-        if user_msgs is None or ep.turns >= ep.task.max_turns:
-            ep.done = True
-            ep.truncated = user_msgs is not None
-            return
-        ep.messages += user_msgs
-        _append_context(ep, renderer.continuation(user_msgs, _ended(completion, renderer)), "user", budget)
+    ep.final_answer = out.answer
+    if not out.is_answer:
+        ep.tool_calls += len(out.parsed.calls)
+    if out.done:
+        ep.done, ep.truncated = True, out.truncated
         return
-    ep.tool_calls += len(parsed.calls)
-    if ep.turns >= ep.task.max_turns:
-        ep.done = ep.truncated = True
+    if out.is_answer:
+        assert out.user_messages is not None
+        ep.messages += out.user_messages
+        _append_context(ep, renderer.continuation(out.user_messages, _ended(completion, renderer)), "user", budget)
         return
-    tool_msgs = renderer.tool_messages(results)
+    tool_msgs = renderer.tool_messages(out.results)
     ep.messages += tool_msgs  # the calls ran; their results stay in the record even when not appended
     _append_context(ep, renderer.tool_turn(tool_msgs, _ended(completion, renderer)), "tool", budget)
 
@@ -130,14 +135,6 @@ def _advance(ep: _Running, completion: Completion, renderer: ChatRenderer, budge
 def _ended(completion: Completion, renderer: ChatRenderer) -> bool:
     """Whether the turn closed with the template's own end token (else the continuation adds it)."""
     return bool(completion.token_ids) and completion.token_ids[-1] == renderer.eos_id
-
-
-def _next_user_turn(ep: _Running) -> list[dict[str, str]] | None:
-    """The task's next user messages after an answer (multi-turn tasks: ``episode.end_turn(answer)``), or None."""
-    nxt, failed = next_turn(ep.episode, ep.final_answer)
-    if failed:
-        ep.final_answer = f"{ep.final_answer}\n[{failed}]"
-    return nxt
 
 
 CONTEXT_FULL = "context full"
@@ -150,22 +147,6 @@ never a crash (a benchmark counts a task the model cannot answer as failed; GRPO
 def prompt_too_long(tokens: int, budget: int) -> str:
     """The recorded reason of an episode whose prompt of `tokens` exceeds `budget` (max_seq_len - max_new_tokens)."""
     return f"{PROMPT_TOO_LONG}: {tokens} tokens, more than max_seq_len - max_new_tokens = {budget}; scored 0"
-
-
-INVALID_REWARD = "invalid reward"
-"""Prefix of a verdict's reason when the verifier raised or gave a reward outside [0, 1] (scored 0)."""
-
-
-def checked_verdict(episode: Episode, final_answer: str) -> Verdict:
-    """`episode.verify(final_answer)`, with a reward that is a finite number in [0, 1] or else 0 and why."""
-    try:
-        verdict = episode.verify(final_answer)
-        reward = float(verdict.reward)
-    except Exception as exc:  # noqa: BLE001 - a verifier bug costs this episode its reward, not the run
-        return Verdict(0.0, f"{INVALID_REWARD}: verifier raised {type(exc).__name__}: {str(exc)[:200]}")
-    if not math.isfinite(reward) or not 0.0 <= reward <= 1.0:
-        return Verdict(0.0, f"{INVALID_REWARD}: {reward!r} outside [0, 1] ({str(verdict.reason)[:200]})")
-    return Verdict(reward, str(verdict.reason), dict(getattr(verdict, "scores", None) or {}))
 
 
 def rollout_episodes(
