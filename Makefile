@@ -118,9 +118,9 @@ test-verl:
 	bash scripts/verl_check.sh $(ARGS)
 
 # every command README.md and docs/ show, with small step counts (scripts/docs_commands.py);
-# the engine comparison among them needs .venv-vllm
-docs-check: $(STAMP) $(VLLM_STAMP)
-	$(BIN)/python scripts/docs_commands.py $(ARGS)
+# the engine comparison among them needs .venv-vllm, the paper's evaluation the rehearsal's data root
+docs-check: $(STAMP) $(VLLM_STAMP) $(if $(ENVSCHED_DATA),$(REHEARSAL_DATA))
+	$(if $(ENVSCHED_DATA),ENVSCHED_DATA=$(REHEARSAL_DATA)) $(BIN)/python scripts/docs_commands.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(TMPDIR) outputs

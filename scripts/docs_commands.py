@@ -94,9 +94,9 @@ RULES = [
     Rule(r"benchmarks\.world_family", "--worlds 2 --seeds 1 --steps 20 --workers 1", "2 worlds, 1 seed, 20 steps"),
     Rule(r"benchmarks\.trl_throughput", "--steps 3 --batch 2 --group 2 --max-new-tokens 8", "3 steps, 2 tasks x G2"),
     Rule(r"benchmarks\.torch_threads", "--threads 1 2 --steps 2 --repeats 1", "2 steps, 1 round"),
-    Rule(r"evaluate\.py experiment=paper_eval", None, "needs tau-bench's official task lists (GitHub, unreachable from CI); "
-         "tests/test_evaluate.py runs this experiment with stand-in task lists"),
     Rule(r"evaluate\.py.*model=qwen3_8b", None, "GPU and Qwen3-8B weights; tests/test_evaluate.py covers the code on the tiny model"),
+    Rule(r"evaluate\.py experiment=paper_eval", "limit=1 model.sampling.max_new_tokens=8 model.grpo.max_seq_len=4096 "
+         "hydra.run.dir={tmp}", "1 task per environment (`make docs-check` gives it a data root with tau-bench's task lists)"),
     Rule(r"evaluate\.py", "limit=2 model.sampling.max_new_tokens=8 hydra.run.dir={tmp}", "2 tasks per environment"),
     Rule(r"envsched_lightning\.adapters\.verl_main", None, "verl 0.9 and GPUs; tests_verl/test_verl_fit.py runs it on CPU without Ray"),
     Rule(r"verl_constraints\.txt|^pip install --no-deps -e \.$", None, "in verl's own environment; scripts/verl_check.sh installs this way"),
