@@ -27,7 +27,8 @@ G rollouts of a prompt would make them identical, a zero-variance group every ti
 
 On a GPU shared with the trainer, sleep mode (level 1: weights offloaded to CPU, KV cache freed)
 gives the memory back to training between rollouts; `sleep_mode=None` turns it on when CUDA is
-present. vLLM is imported lazily (`import_vllm`); `api` lets tests pass a stand-in namespace with
+present. Weights synced in memory while it sleeps are handed over when it wakes (waking restores what it
+offloaded, over anything written in between). vLLM is imported lazily (`import_vllm`); `api` lets tests pass a stand-in namespace with
 `LLM`, `SamplingParams` and `LoRARequest`.
 """
 
@@ -207,7 +208,7 @@ class VLLMEngine:
         self._calls = 0
         self._requests = 0  # requests sent so far: offsets per-request seeds
         self._asleep = False
-        self._pending_weights: torch.nn.Module | None = None  # full weights synced while asleep, loaded on waking
+        self._pending_weights: torch.nn.Module | None = None  # synced while asleep: handed over on waking
 
     @property
     def api(self) -> Any:
@@ -219,7 +220,7 @@ class VLLMEngine:
     def llm(self) -> Any:
         if self._llm is None:
             if unknown := unknown_engine_args(self.api, list(self._extra_args)):
-                raise ValueError(f"rollout: {', '.join(f'{k}' for k in unknown)} is not an option of the vllm rollout "
+                raise ValueError(f"rollout: {', '.join(unknown)} is not an option of the vllm rollout "
                                  "(conf/rollout/vllm.yaml) nor of vLLM's engine; `+rollout.<name>=...` passes vLLM "
                                  "engine arguments only")  # fmt: skip
             self._llm = self.api.LLM(**self.llm_args)
@@ -236,8 +237,8 @@ class VLLMEngine:
             self._llm.wake_up()
             self._asleep = False
         if self._pending_weights is not None:
-            self._load_full_weights(self._pending_weights)
-            self._pending_weights = None
+            module, self._pending_weights = self._pending_weights, None
+            self._hand_over(module)
 
     def sync_weights(self, module: torch.nn.Module) -> None:
         """Make the next `generate` sample from `module`'s current weights (see the module docstring)."""
@@ -248,11 +249,16 @@ class VLLMEngine:
             raise TypeError("the engine was built for a training model " + ("with LoRA, but this one has none" if self.peft
                             else "without LoRA, but this one has LoRA"))  # fmt: skip
         self.syncs += 1
+        if self._asleep and (self.weight_sync == "memory" or not self.lora):
+            # vLLM's weights and LoRA slots are offloaded while it sleeps, and waking restores them over anything
+            # written now: hand these weights over when it wakes (`wake_up`), before the next rollout
+            self._pending_weights = module
+            return
+        self._hand_over(module)
+
+    def _hand_over(self, module: torch.nn.Module) -> None:
         if not self.lora:
-            if self._asleep:  # the weights vLLM restores on waking would overwrite these: load them after
-                self._pending_weights = module
-            else:
-                self._load_full_weights(module)
+            self._load_full_weights(module)
             return
         self.lora_id += 1
         name = f"policy-{self.lora_id}"

@@ -179,6 +179,19 @@ def test_merge_lora_serves_base_plus_adapter_as_full_weights_under_their_own_nam
     assert not torch.allclose(sent[q], lora_model.get_base_model().get_submodule("model.layers.0.self_attn.q_proj").base_layer.weight)
 
 
+def test_an_adapter_synced_while_the_engine_sleeps_is_handed_over_when_it_wakes(tiny_policy, lora_model):
+    fake = FakeVLLM([0])
+    fake.sleep = lambda level: None
+    fake.wake_up = lambda: fake.rpc_calls.append(("wake_up", ()))
+    engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", sleep_mode=True, api=fake)
+    engine.llm
+    engine.sleep()
+    engine.sync_weights(lora_model)
+    assert fake.rpc_calls == [] and engine.lora_request is None
+    engine.wake_up()
+    assert [m for m, _ in fake.rpc_calls] == ["wake_up", "envsched_install_adapter"] and engine.lora_request.lora_int_id == 1
+
+
 def test_full_weights_synced_while_the_engine_sleeps_are_loaded_when_it_wakes(tiny_policy):
     model = build_tiny_qwen3(vocab_size=len(tiny_policy.tokenizer))
     fake = FakeVLLM([0])
