@@ -473,7 +473,7 @@ class AceBenchAgentEnvironment(Environment):
         record = task.ground_truth["record"]
         user = self._user(record) if self.category == "agent_multi_turn" else None
         if user is not None:
-            user.begin(task.messages[-1]["content"])  # the opening is in the task's prompt; the user goes on from it
+            user.begin(task.messages[-1])  # the opening is in the task's prompt; the user goes on from it
         return AgentEpisode(self.category, record, task.ground_truth["answer"], self.reward, user)
 
 

@@ -242,7 +242,7 @@ class TauEnvironment(Environment):
     def reset(self, task: Task) -> Episode:
         user = None if self.user == "none" else self._user(task.ground_truth)
         if user is not None:
-            user.begin(task.messages[-1]["content"])  # the opening is in the task's prompt; the user goes on from it
+            user.begin(task.messages[-1])  # the opening is in the task's prompt; the user goes on from it
         return TauEpisode(self.fresh_tools(), task.ground_truth, self.expected_hash(task.ground_truth), user)
 
 

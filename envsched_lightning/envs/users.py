@@ -52,7 +52,7 @@ class UserSimulator(Protocol):
 
     def opening(self) -> str: ...
 
-    def begin(self, opening: str) -> None: ...
+    def begin(self, opening: str | Mapping[str, str]) -> None: ...
 
     def reply(self, agent_message: str) -> str: ...
 
@@ -157,11 +157,17 @@ class ModelUser:
         text, _, _ = self.model.chat(self._start())
         return text or first_person(self.instruction)  # an empty first line would leave the agent nothing
 
-    def begin(self, opening: str) -> None:
-        self.history = [*self._start(), {"role": "assistant", "content": opening}]
+    def begin(self, opening: str | Mapping[str, str]) -> None:
+        """The episode starts from `opening` (the task's first user message; an `OpeningMessage` is read only
+        when the agent first answers, so resetting an episode costs no generation)."""
+        self._opening = opening
+        self.history = []
         self.cost = UserCost()
 
     def reply(self, agent_message: str) -> str:
+        if not self.history:
+            opening = self._opening if isinstance(self._opening, str) else self._opening["content"]
+            self.history = [*self._start(), {"role": "assistant", "content": opening}]
         self.history.append({"role": "user", "content": agent_message})
         text, prompt, new = self.model.chat(self.history)
         self.history.append({"role": "assistant", "content": text})
@@ -172,11 +178,17 @@ class ModelUser:
 
 
 class OpeningMessage(Mapping[str, str]):
-    """`{"role": "user", "content": ...}` whose content is made on first read, then kept."""
+    """`{"role": "user", "content": ...}` whose content is made on first read, then kept. `hint` stands in for
+    it where any plausible text will do and a generation would be wasted (a tokenizer's training corpus)."""
 
-    def __init__(self, make: Callable[[], str]) -> None:
+    def __init__(self, make: Callable[[], str], hint: str = "") -> None:
         self._make: Callable[[], str] | None = make
         self._content = ""
+        self.hint = hint
+
+    @property
+    def pending(self) -> bool:
+        return self._make is not None
 
     def __getitem__(self, key: str) -> str:
         if key == "role":
@@ -222,7 +234,7 @@ class UserSettings:
         that plays a few tasks of a list (`limit=`, a held-out split) does not pay for every opening."""
         if self.kind == "scripted":
             return {"role": "user", "content": self.make(instruction, finish).opening()}
-        return OpeningMessage(lambda: self.make(instruction, finish).opening())
+        return OpeningMessage(lambda: self.make(instruction, finish).opening(), hint=first_person(instruction))
 
     def make(self, instruction: str, finish: str) -> UserSimulator:
         if self.kind == "scripted":

@@ -51,7 +51,8 @@ def _scripted_conversation(task: Task, env: Environment) -> list[dict[str, Any]]
     """The task's messages plus its oracle turns and their real tool results (empty script if none)."""
     from envsched_lightning.rollout.agent_loop import default_oracle, tool_message
 
-    messages = [dict(m) for m in task.messages]
+    # a model user's opening not generated yet: its hint, as good for a tokenizer and free
+    messages = [{"role": m["role"], "content": m.hint} if getattr(m, "pending", False) else dict(m) for m in task.messages]
     try:
         script = default_oracle(task, env)
     except ValueError:  # no scripted ground truth: the prompt alone

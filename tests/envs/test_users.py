@@ -79,3 +79,21 @@ def test_a_model_users_openings_are_made_only_for_the_tasks_a_run_plays(user_fol
     first = dict(tasks[0].messages[-1])
     assert first["role"] == "user" and first["content"] and made == [tasks[0].ground_truth["record"]["question"]]
     assert dict(tasks[0].messages[-1]) == first and len(made) == 1  # made once, then kept
+
+
+@pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")
+def test_resetting_episodes_and_building_a_tokenizer_corpus_generate_nothing(user_folder, monkeypatch):
+    """A tiny model's tokenizer is trained on every task's scripted episode: with a model user that must not
+    generate 30 openings (the rehearsal and `evaluate.py` on the tiny model build one)."""
+    from envsched_lightning.models.tokenizer import environment_corpus
+
+    chats = []
+    real = ModelUser.opening
+    monkeypatch.setattr(ModelUser, "opening", lambda self: chats.append(1) or real(self))
+    env = AceBenchAgentEnvironment("agent_multi_turn", data_dir=DATA, user="model", user_model_path=user_folder,
+                                   user_max_new_tokens=6)  # fmt: skip
+    corpus = environment_corpus(env)
+    episode = env.reset(env.tasks()[1])
+    assert len(corpus) == 30 and chats == []
+    nxt, _ = next_turn(episode, "Which recipient?")  # the first reply reads the opening: one generation for it
+    assert chats == [1]
