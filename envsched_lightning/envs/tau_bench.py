@@ -115,15 +115,15 @@ class TauEpisode(Episode):
         return None if STOP in reply else ({"role": "user", "content": reply},)
 
     def verify(self, final_answer: str) -> Verdict:
+        cost = {} if self.user is None else {  # the simulated user's cost, reported beside the agent's, whatever the verdict
+            "user_turns": float(self.user.cost.turns), "user_tokens": float(self.user.cost.new_tokens)}
         if self.aborted:
-            return Verdict(0.0, "aborted: the official environment raises on this episode")
+            return Verdict(0.0, "aborted: the official environment raises on this episode", cost)
         if self.tools.hash() != self._expected_hash:
-            return Verdict(0.0, "database differs from the ground-truth replay")
+            return Verdict(0.0, "database differs from the ground-truth replay", cost)
         # what reached the user: the answers end_turn saw, or (an episode checked without it) the final answer
         said = "\n".join(self.said) if self.said or self.transferred else final_answer
         missing = outputs_found(self._task.get("outputs", []), said)
-        cost = {} if self.user is None else {  # the simulated user's cost, reported beside the agent's
-            "user_turns": float(self.user.cost.turns), "user_tokens": float(self.user.cost.new_tokens)}
         return Verdict(0.0, f"answer lacks required outputs {missing}", cost) if missing else Verdict(1.0, "ok", cost)
 
 

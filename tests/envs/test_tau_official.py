@@ -97,8 +97,17 @@ def test_the_scripted_user_answers_questions_and_every_reply_counts_for_the_outp
     reply, _ = next_turn(episode, "Your order was delivered. Do you need anything else?")
     assert reply and "I am Yusuf Rossi" in reply[0]["content"]
     assert next_turn(episode, "Thanks, goodbye.")[0] is None  # the user's reply was the stop phrase
-    assert episode.verify("Thanks, goodbye.").reward == 1.0  # "delivered" was in an earlier reply
+    verdict = episode.verify("Thanks, goodbye.")
+    assert verdict.reward == 1.0  # "delivered" was in an earlier reply
+    assert verdict.scores == {"user_turns": 2.0, "user_tokens": 0.0}  # the scripted user generates no tokens
     assert STOP == "###STOP###"
+
+    wrong = env.reset(task)  # a write the task does not make: the database differs, and the user's cost is still reported
+    wrong.turn(render_tool_call(ToolCall("modify_user_address", {"user_id": "yusuf_rossi_9620", "address1": "1 Main St",
+               "address2": "", "city": "Austin", "state": "TX", "country": "USA", "zip": "78701"})))  # fmt: skip
+    next_turn(wrong, "Done.")
+    verdict = wrong.verify("Done.")
+    assert verdict.reward == 0.0 and verdict.reason.startswith("database differs") and verdict.scores["user_turns"] == 1.0
 
 
 @needs_db
