@@ -179,21 +179,9 @@ def test_merge_lora_serves_base_plus_adapter_as_full_weights_under_their_own_nam
     assert not torch.allclose(sent[q], lora_model.get_base_model().get_submodule("model.layers.0.self_attn.q_proj").base_layer.weight)
 
 
-def test_an_adapter_synced_while_the_engine_sleeps_is_handed_over_when_it_wakes(tiny_policy, lora_model):
-    fake = FakeVLLM([0])
-    fake.sleep = lambda level: None
-    fake.wake_up = lambda: fake.rpc_calls.append(("wake_up", ()))
-    engine = VLLMEngine(lora_model, tiny_policy.tokenizer, model_path="m", sleep_mode=True, api=fake)
-    engine.llm
-    engine.sleep()
-    engine.sync_weights(lora_model)
-    assert fake.rpc_calls == [] and engine.lora_request is None
-    engine.wake_up()
-    assert [m for m, _ in fake.rpc_calls] == ["wake_up", "envsched_install_adapter"] and engine.lora_request.lora_int_id == 1
-
-
-def test_full_weights_synced_while_the_engine_sleeps_are_loaded_when_it_wakes(tiny_policy):
-    model = build_tiny_qwen3(vocab_size=len(tiny_policy.tokenizer))
+@pytest.mark.parametrize("lora", [True, False], ids=["adapter", "full weights"])
+def test_weights_synced_while_the_engine_sleeps_are_handed_over_when_it_wakes(tiny_policy, lora_model, lora):
+    model = lora_model if lora else build_tiny_qwen3(vocab_size=len(tiny_policy.tokenizer))
     fake = FakeVLLM([0])
     fake.sleep = lambda level: None
     fake.wake_up = lambda: fake.rpc_calls.append(("wake_up", ()))
@@ -201,9 +189,13 @@ def test_full_weights_synced_while_the_engine_sleeps_are_loaded_when_it_wakes(ti
     engine.llm
     engine.sleep()
     engine.sync_weights(model)
-    assert fake.rpc_calls == []  # waking restores the weights it offloaded: loading now would be overwritten
+    assert fake.rpc_calls == [] and engine.lora_request is None  # waking restores what it offloaded: now would be overwritten
     engine.wake_up()
-    assert fake.rpc_calls[0] == ("wake_up", ()) and fake.rpc_calls[1][0] == "envsched_load_weights"
+    calls = [m for m, _ in fake.rpc_calls]
+    if lora:
+        assert calls == ["wake_up", "envsched_install_adapter"] and engine.lora_request.lora_int_id == 1
+    else:  # one call per chunk of blocks
+        assert calls[0] == "wake_up" and calls[1:] and set(calls[1:]) == {"envsched_load_weights"}
 
 
 def test_settings_that_cannot_work_are_refused(tiny_policy, lora_model):
