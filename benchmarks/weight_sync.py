@@ -18,7 +18,6 @@ vLLM engine at a time.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import statistics
 import tempfile
@@ -88,15 +87,6 @@ def move(model: torch.nn.Module, seed: int) -> None:
                 p.add_(torch.randn(p.shape, generator=gen) * 1e-4)
 
 
-def close(engine: Any) -> None:
-    if isinstance(engine, VLLMEngine) and engine._llm is not None:
-        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-
-        engine._llm = None
-        gc.collect()
-        cleanup_dist_env_and_memory()
-
-
 def run_row(model: Model, row: str, items, args) -> dict[str, float]:
     lora, kind, sync, merge = ROWS[row]
     policy = model.load(lora)
@@ -120,7 +110,8 @@ def run_row(model: Model, row: str, items, args) -> dict[str, float]:
             if r:
                 rounds.append((t1 - t0, t2 - t1, sum(e.gen_tokens for e in batch.episodes)))
     finally:
-        close(engine)
+        if isinstance(engine, VLLMEngine):
+            engine.shutdown()
     sync_s = statistics.median(s for s, _, _ in rounds)
     rollout_s = statistics.median(g for _, g, _ in rounds)
     tokens_s = statistics.median(n / g for _, g, n in rounds)

@@ -7,7 +7,6 @@ own chat template, fp32), one engine per checkpoint for the whole session.
 
 from __future__ import annotations
 
-import gc
 import os
 from pathlib import Path
 
@@ -53,11 +52,7 @@ def make_engine(path: Path, policy, **kwargs) -> VLLMEngine:
 
 def close(engine: VLLMEngine) -> None:
     """Free an in-process engine so the next checkpoint's engine can start."""
-    from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-
-    engine._llm = None
-    gc.collect()
-    cleanup_dist_env_and_memory()
+    engine.shutdown()
 
 
 def logprob_gap(model: torch.nn.Module, seqs, temperature: float) -> torch.Tensor:

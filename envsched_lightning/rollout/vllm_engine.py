@@ -35,6 +35,7 @@ offloaded, over anything written in between). vLLM is imported lazily (`import_v
 from __future__ import annotations
 
 import dataclasses
+import gc
 import inspect
 import json
 import logging
@@ -225,6 +226,17 @@ class VLLMEngine:
                                  "engine arguments only")  # fmt: skip
             self._llm = self.api.LLM(**self.llm_args)
         return self._llm
+
+    def shutdown(self) -> None:
+        """Free an in-process engine (its model, KV cache and process group), so another can start in this
+        process; a later `generate` or sync starts a fresh one."""
+        if self._llm is None:
+            return
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        self._llm = None
+        gc.collect()
+        cleanup_dist_env_and_memory()
 
     def sleep(self) -> None:
         """Level-1 sleep between rollouts (sleep mode only): the trainer gets the GPU memory back."""
