@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,11 @@ def write_state(obj: Any, path: str | os.PathLike) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
+    except (OSError, RuntimeError) as err:  # torch reports a short write (a full disk) as a RuntimeError
+        tmp.unlink(missing_ok=True)
+        free_mb = shutil.disk_usage(target.parent).free / 2**20
+        raise OSError(f"{target}: the save failed with {free_mb:.0f} MB free on its disk ({err}); "
+                      "the previous file at this path, if any, is intact") from err  # fmt: skip
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -154,6 +154,22 @@ def test_a_failed_save_leaves_the_previous_checkpoint_and_no_temporary_file(tmp_
     assert read_state(path) == {"step": 1} and sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
 
 
+def test_a_full_disk_is_reported_with_the_path_and_the_free_space(tmp_path, monkeypatch):
+    """The save's temporary file is opened on /dev/full, a device whose writes fail as on a full disk."""
+    import builtins
+
+    from envsched_lightning import checkpoints
+
+    path = tmp_path / "last.ckpt"
+    write_state({"step": 1}, path)
+    monkeypatch.setattr(checkpoints, "open", lambda _p, mode: builtins.open("/dev/full", mode), raising=False)
+    with pytest.raises(OSError, match=r"last\.ckpt: the save failed with \d+ MB free on its disk") as err:
+        write_state({"step": 2, "w": torch.zeros(1 << 20)}, path)
+    assert "previous file at this path, if any, is intact" in str(err.value)
+    monkeypatch.undo()
+    assert read_state(path) == {"step": 1} and sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
+
+
 def test_a_save_killed_midway_leaves_a_file_the_next_save_removes(tmp_path):
     """SIGKILL cannot be cleaned up after; the partial file sits in the target's folder (so the rename is
     atomic) under a hidden name, and the next save into that folder removes it."""
