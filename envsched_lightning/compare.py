@@ -8,6 +8,11 @@ has three panels over GRPO steps: the training batch reward (`rollout/reward_mea
 zero-variance groups (`rollout/zero_var_frac`) and the held-out score (`eval/score`); the table gives
 per run its steps, the last held-out score and the change from the first, the mean zero-variance
 share and the mean reward. Written as `<out>.png` and `<out>.md`, and the table is printed.
+
+`--wandb PROJECT` also logs the comparison as a W&B run (`job_type=compare`): one line panel per
+curve with a line per run, the table and the figure. With `WANDB_MODE=offline` it lands under
+`<out>_wandb/wandb/offline-run-*` for `wandb sync`. (Runs trained with `logger=wandb` are grouped by
+scheduler in their project's workspace; they keep the CSV log this command reads.)
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SERIES = {"reward": "rollout/reward_mean", "zero_var": "rollout/zero_var_frac", "held_out": "eval/score"}
+TITLES = {"reward": "training batch reward", "zero_var": "zero-variance groups (share)", "held_out": "held-out score"}
+COLUMNS = ["run", "scheduler", "seed", "steps", "held-out (last)", "held-out change", "zero-variance share",
+           "batch reward"]  # fmt: skip
 
 
 @dataclass
@@ -39,6 +47,10 @@ class RunCurves:
     def mean(self, key: str) -> float:
         points = self.curves.get(key) or []
         return sum(v for _, v in points) / len(points) if points else math.nan
+
+    @property
+    def label(self) -> str:
+        return f"{self.scheduler} s{self.seed}: {Path(self.name).name or self.name}"
 
 
 def metrics_file(folder: Path) -> Path:
@@ -72,18 +84,24 @@ def read_run(folder: str | Path) -> RunCurves:
     return run
 
 
-def table(runs: Sequence[RunCurves]) -> str:
-    """Markdown: one row per run."""
-    def fmt(x: float) -> str:
-        return "-" if math.isnan(x) else f"{x:.3f}"
-
-    lines = ["| run | scheduler | seed | steps | held-out (last) | held-out change | zero-variance share | batch reward |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+def rows(runs: Sequence[RunCurves]) -> list[list]:
+    """One row per run, in COLUMNS order (NaN where a run has no such curve)."""
+    out = []
     for r in runs:
         held = r.curves.get("held_out") or []
         change = held[-1][1] - held[0][1] if len(held) > 1 else math.nan
-        lines.append(f"| {r.name} | {r.scheduler} | {r.seed} | {len(r.curves['reward'])} | {fmt(r.last('held_out'))} "
-                     f"| {fmt(change)} | {fmt(r.mean('zero_var'))} | {fmt(r.mean('reward'))} |")  # fmt: skip
+        out.append([r.name, r.scheduler, r.seed, len(r.curves["reward"]), r.last("held_out"), change,
+                    r.mean("zero_var"), r.mean("reward")])  # fmt: skip
+    return out
+
+
+def table(runs: Sequence[RunCurves]) -> str:
+    """Markdown: one row per run."""
+    def fmt(x: object) -> str:
+        return ("-" if math.isnan(x) else f"{x:.3f}") if isinstance(x, float) else str(x)
+
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines += ["| " + " | ".join(map(fmt, row)) + " |" for row in rows(runs)]
     return "\n".join(lines)
 
 
@@ -93,14 +111,13 @@ def plot(runs: Sequence[RunCurves], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    titles = {"reward": "training batch reward", "zero_var": "zero-variance groups (share)", "held_out": "held-out score"}
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for ax, (key, title) in zip(axes, titles.items()):
+    for ax, (key, title) in zip(axes, TITLES.items()):
         for r in runs:
             points = r.curves.get(key) or []
             if points:
                 ax.plot([s for s, _ in points], [v for _, v in points], marker="o" if key == "held_out" else None,
-                        markersize=3, label=f"{r.scheduler} s{r.seed}: {Path(r.name).name or r.name}")  # fmt: skip
+                        markersize=3, label=r.label)  # fmt: skip
         ax.set_title(title)
         ax.set_xlabel("GRPO step")
         ax.grid(alpha=0.3)
@@ -112,10 +129,33 @@ def plot(runs: Sequence[RunCurves], path: Path) -> Path:
     return path
 
 
+def log_to_wandb(runs: Sequence[RunCurves], figure: Path, project: str, out_dir: Path) -> Path:
+    """The comparison as one W&B run: a line panel per curve (a line per run), the table and the figure.
+    Returns the run's local folder (offline: what `wandb sync` uploads)."""
+    import wandb
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run = wandb.init(project=project, job_type="compare", dir=str(out_dir),
+                     config={"runs": [r.name for r in runs], "schedulers": [r.scheduler for r in runs]})  # fmt: skip
+    panels = {}
+    for key, title in TITLES.items():
+        drawn = [r for r in runs if r.curves.get(key)]
+        if drawn:
+            panels[f"compare/{key}"] = wandb.plot.line_series(
+                xs=[[s for s, _ in r.curves[key]] for r in drawn], ys=[[v for _, v in r.curves[key]] for r in drawn],
+                keys=[r.label for r in drawn], title=title, xname="GRPO step")  # fmt: skip
+    data = [[None if isinstance(x, float) and math.isnan(x) else x for x in row] for row in rows(runs)]
+    run.log({**panels, "compare/table": wandb.Table(columns=COLUMNS, data=data), "compare/figure": wandb.Image(str(figure))})
+    folder = Path(run.dir).parent
+    run.finish()
+    return folder
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run folders (where train.py wrote config_resolved.yaml and csv/)")
     parser.add_argument("--out", default="compare", help="writes <out>.png and <out>.md")
+    parser.add_argument("--wandb", metavar="PROJECT", help="also log the comparison as a W&B run in PROJECT")
     args = parser.parse_args(argv)
     runs = [read_run(folder) for folder in args.runs]
     text = table(runs)
@@ -123,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     png = plot(runs, out.with_suffix(".png"))
     out.with_suffix(".md").write_text(text + "\n")
     print(f"{text}\n\nfigure: {png}; table: {out.with_suffix('.md')}")
+    if args.wandb:
+        print(f"W&B run: {log_to_wandb(runs, png, args.wandb, out.parent / f'{out.name}_wandb')}")
 
 
 if __name__ == "__main__":

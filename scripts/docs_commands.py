@@ -152,7 +152,8 @@ def planned(command: str, run_dir: Path, produced: dict[str, str]) -> tuple[Rule
         run = run.replace(placeholder, path)
     run = f"{run} {rule.extra.format(tmp=run_dir)}".strip()
     if "train.py" in run and "--cfg" not in run:
-        run += f" hydra.run.dir={run_dir}"
+        if "hydra.run.dir=" not in command:  # a command that names its run folder keeps it (a later one reads it)
+            run += f" hydra.run.dir={run_dir}"
         if CKPT_PLACEHOLDER in command:
             run = run.replace(" steps=2 ", " steps=4 ")  # resume past the checkpoint's 2 steps
     return rule, run

@@ -59,7 +59,9 @@ def test_wandb_offline_run_holds_decisions_table_heatmap_and_config(tmp_path, mo
     import wandb
 
     out = train(tiny_cfg(tmp_path, "logger=wandb", "scheduler=random", "~callbacks.model_checkpoint"))
-    run_config = out["objects"]["trainer"].logger.experiment.config
+    experiment = out["objects"]["trainer"].logger.experiment
+    assert (experiment.group, experiment.job_type) == ("random", "train")  # the workspace groups seeds by scheduler
+    run_config = experiment.config
     assert run_config["data"]["batch_size"] == 3 and run_config["data"]["envs"]["banking"]["num_tasks"] == 6
     wandb.finish()  # what the interpreter's exit does after `python train.py`: flush config and files
     (run,) = (tmp_path / "wandb").glob("offline-run-*")
@@ -67,6 +69,9 @@ def test_wandb_offline_run_holds_decisions_table_heatmap_and_config(tmp_path, mo
     assert list((media / "table" / "sched").glob("decisions_*.table.json"))
     assert list((media / "images" / "sched").glob("heatmap_*.png"))
     assert Path(out["heatmap"]).is_file()  # the PNG also lies in the run directory
+    from envsched_lightning.compare import read_run
+
+    assert read_run(tmp_path).scheduler == "random"  # the CSV log is kept beside W&B's, for `compare`
     readable = (run / "files" / "config_resolved.yaml").read_text()  # a file in the run, synced with it
     assert "envsched_datamodule.EnvSchedDataModule" in readable and "batch_size: 3" in readable
     (log,) = run.glob("run-*.wandb")  # an offline run keeps its config in the run log until `wandb sync`
@@ -251,7 +256,7 @@ def test_a_resumed_run_goes_on_to_steps_across_epoch_boundaries(tmp_path, per_ep
         train(tiny_cfg(tmp_path / "c", *common, f"steps={first}", f"ckpt_path={ckpt}", "model._target_=no.such.Module"))
 
 
-def test_compare_reads_run_folders_into_one_figure_and_table(tmp_path, capsys):
+def test_compare_reads_run_folders_into_one_figure_and_table(tmp_path, capsys, monkeypatch):
     """`python -m envsched_lightning.compare RUN RUN`: the runs' own metrics.csv, one row and curve per run."""
     from envsched_lightning.compare import main as compare, read_run
 
@@ -263,8 +268,18 @@ def test_compare_reads_run_folders_into_one_figure_and_table(tmp_path, capsys):
         run = read_run(tmp_path / scheduler)
         assert run.scheduler == scheduler and [s for s, _ in run.curves["reward"]] == [0, 1]
         assert run.last("held_out") == pytest.approx(out["metrics"]["eval/score"])
-    compare([*map(str, folders), "--out", str(tmp_path / "cmp")])
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    compare([*map(str, folders), "--out", str(tmp_path / "cmp"), "--wandb", "envsched-compare"])
     text = capsys.readouterr().out
     assert "| envsched |" in text and "| random |" in text and (tmp_path / "cmp.png").stat().st_size > 10_000
+    (run,) = (tmp_path / "cmp_wandb" / "wandb").glob("offline-run-*")  # the same comparison as a W&B run
+    assert f"W&B run: {run}" in text
+    media = run / "files" / "media"
+    (logged,) = (media / "table" / "compare").glob("table_*.table.json")
+    assert [row[1] for row in json.loads(logged.read_text())["data"]] == ["envsched", "random"]
+    for key in ("reward", "zero_var", "held_out"):  # a line panel per curve, a line per run
+        (panel,) = (media / "table" / "compare").glob(f"{key}_table_*.table.json")
+        assert {row[1] for row in json.loads(panel.read_text())["data"]} == {r.label for r in map(read_run, folders)}
+    assert list((media / "images" / "compare").glob("figure_*.png"))
     with pytest.raises(FileNotFoundError, match="no csv/version_\\*/metrics.csv"):
         read_run(tmp_path / "nothing-here")
