@@ -3,6 +3,7 @@
     python -m benchmarks.world_family                 # 24 drawn worlds x 3 seeds x 120 steps, + named worlds
     python -m benchmarks.world_family --quick         # 8 worlds x 2 seeds x 60 steps, no named worlds
     python -m benchmarks.world_family --workers 2 --json out.json --per-world
+    python -m benchmarks.world_family --chance        # the same worlds, rewards partly or wholly by chance
 
 Per world, every scheduler's seed-averaged held-out curve is compared with uniform's: `steps` is
 the (linearly interpolated) first step at which it reaches uniform's final score, `ratio` =
@@ -14,6 +15,13 @@ ablation) needs more steps than the best baseline (mopps, plr, greso, sec on tha
 than twice the seed noise of the paired per-seed difference, and `worst_gap` is the largest ratio
 deficit to that baseline. `ms/step` is the scheduler's select + update time, `x uniform` the
 ratio to random's in the same run. A never-reached target counts as 2 x horizon steps.
+
+`--chance` gives every drawn world flaky verifiers (in 20-50% of its environments, 30-60% of the
+tasks are a coin flip whatever the policy does) and stochastic environments (chance decides 20-50%
+of their rollouts), and adds per scheduler the medians over worlds of `flaky_rollouts` (the share of
+its rollouts spent on coin-flip tasks, known to the simulator only), `zero_var` (its zero-variance
+group share: a coin flip wins it without teaching anything) and `gain/1k_rollouts` (held-out score
+gained per 1,000 rollouts). The oracle ranks by learnable variance (none on a coin-flip task).
 """
 
 from __future__ import annotations
@@ -79,7 +87,9 @@ def _job(args: tuple) -> tuple:
     name, opts = parse_label(label)
     w = _world(key)
     res = run_oracle(w, seed, steps) if name == "oracle" else run_scheduler(w, name, seed, steps, label=label, **opts)
-    return key, label, seed, res.scores, 1000 * float(np.mean(res.sched_seconds))
+    spent = {"flaky": float(np.mean(res.flaky_share)), "zero_var": float(np.mean(res.zero_var)),
+             "gain": res.gain_per_kilo_rollout()}  # fmt: skip
+    return key, label, seed, res.scores, 1000 * float(np.mean(res.sched_seconds)), spent
 
 
 def steps_to(curve: np.ndarray, target: float, horizon: int) -> float:
@@ -131,7 +141,11 @@ def below_best(rows: dict[str, dict], label: str) -> tuple[bool, float]:
     return bool(gap > 0 and gap > 2 * se), rows[best]["ratio"] - rows[label]["ratio"]
 
 
-def family_table(per_world: dict[str, dict[str, dict]], ms: dict[str, float]) -> list[dict]:
+def family_table(per_world: dict[str, dict[str, dict]], ms: dict[str, float],
+                 spent: dict[str, dict[str, dict[str, float]]] | None = None) -> list[dict]:
+    """Per label: ratio and share quartiles over the worlds; with `spent` (world -> label -> seed-mean
+    rollout statistics), also the medians of the flaky-task rollout share, the zero-variance share and
+    the held-out gain per 1,000 rollouts."""
     labels = list(next(iter(per_world.values())))
     table = []
     for label in labels:
@@ -147,6 +161,9 @@ def family_table(per_world: dict[str, dict[str, dict]], ms: dict[str, float]) ->
             row["worst_gap"] = max(g for _, g in flags)
         else:
             row["below_best"], row["worst_gap"] = "-", "-"
+        if spent:
+            for key, column in (("flaky", "flaky_rollouts"), ("zero_var", "zero_var"), ("gain", "gain/1k_rollouts")):
+                row[column] = float(np.median([spent[w][label][key] for w in per_world]))
         row["ms/step"] = ms.get(label, 0.0)
         row["x uniform"] = ms.get(label, 0.0) / max(ms.get("random", 1e-9), 1e-9)
         table.append(row)
@@ -159,6 +176,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--steps", type=int, default=120)
     p.add_argument("--family-seed", type=int, default=0)
+    p.add_argument("--chance", action="store_true", help="the same drawn worlds with flaky verifiers and stochastic "
+                   "environments (rewards partly or wholly by chance); adds the rollout columns")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="8 worlds x 2 seeds x 60 steps, no named worlds")
     p.add_argument("--no-named", action="store_true", help="skip the three named worlds")
     p.add_argument("--labels", nargs="*", default=None, help='rows, each "<scheduler> [key=value ...]" or "oracle"; default: ' + ", ".join(DEFAULT_LABELS))
@@ -172,7 +191,7 @@ def main(argv: list[str] | None = None) -> dict:
     for label in labels:
         parse_label(label)  # a typo fails here, not after the other runs
     labels = ["random"] + [x for x in labels if x != "random"]
-    configs = {f"w{i:02d}": c for i, c in enumerate(make_world_family(a.worlds, a.family_seed))}
+    configs = {f"w{i:02d}": c for i, c in enumerate(make_world_family(a.worlds, a.family_seed, chance=a.chance))}
     named = {} if a.no_named else named_worlds()
     configs.update(named)
     jobs = [(k, label, s, a.steps) for k in configs for label in labels for s in range(a.seeds)]
@@ -187,16 +206,21 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         _init(configs)
         results = [_job(j) for j in jobs]
-    for key, label, seed, sc, t in results:
+    per_seed: dict[str, dict[str, list[dict]]] = {k: {x: [] for x in labels} for k in configs}
+    for key, label, seed, sc, t, spent in results:
         scores[key][label][seed] = sc
         ms[label].append(t)
+        per_seed[key][label].append(spent)
+    spent_mean = {k: {x: {m: float(np.mean([d[m] for d in v[x]])) for m in ("flaky", "zero_var", "gain")} for x in v}
+                  for k, v in per_seed.items()}  # fmt: skip
     wall = time.perf_counter() - t0
     rows = {k: world_rows(v, a.steps) for k, v in scores.items()}
     mean_ms = {x: float(np.mean(v)) for x, v in ms.items()}
     drawn = {k: v for k, v in rows.items() if k not in named}
-    out = {"family": family_table(drawn, mean_ms) if drawn else [], "wall_s": wall}
+    out = {"family": family_table(drawn, mean_ms, spent_mean if a.chance else None) if drawn else [], "wall_s": wall}
     if drawn:
-        print(format_table(out["family"], f"Family of {len(drawn)} drawn worlds ({a.seeds} seeds, {a.steps} steps)"))
+        kind = " with flaky verifiers and stochastic environments" if a.chance else ""
+        print(format_table(out["family"], f"Family of {len(drawn)} drawn worlds{kind} ({a.seeds} seeds, {a.steps} steps)"))
     if named:
         out["named"] = [{"world": k, **{x: rows[k][x]["ratio"] for x in labels}} for k in named]
         print()

@@ -21,7 +21,7 @@ its default value.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
@@ -92,10 +92,30 @@ def sample_world_params(rng: np.random.Generator) -> SimWorldConfig:
     )
 
 
-def make_world_family(n: int, seed: int = 0) -> list[SimWorldConfig]:
-    """`n` drawn world configurations, reproducible from `seed` (pass each to `make_world`)."""
+# rewards decided by chance (`--chance` worlds): drawn apart from the knobs above, so a world with
+# them is the same world as without, plus flaky verifiers and stochastic environments
+CHANCE_RANGES: dict[str, tuple[float, float]] = {
+    "flaky_envs": (0.2, 0.5),
+    "flaky_tasks": (0.3, 0.6),
+    "stochastic_envs": (0.0, 0.4),
+}
+
+
+def with_chance(cfg: SimWorldConfig, rng: np.random.Generator) -> SimWorldConfig:
+    """`cfg` plus flaky verifiers (a share of environments where a share of tasks is a coin flip
+    whatever the policy does) and stochastic environments, drawn from `CHANCE_RANGES`."""
+    return replace(cfg, **{k: float(rng.uniform(*r)) for k, r in CHANCE_RANGES.items()})
+
+
+def make_world_family(n: int, seed: int = 0, chance: bool = False) -> list[SimWorldConfig]:
+    """`n` drawn world configurations, reproducible from `seed` (pass each to `make_world`).
+    `chance=True`: the same worlds, each with flaky verifiers and stochastic environments."""
     rng = np.random.default_rng([seed, 2024])
-    return [sample_world_params(rng) for _ in range(n)]
+    worlds = [sample_world_params(rng) for _ in range(n)]
+    if chance:
+        chance_rng = np.random.default_rng([seed, 2025])
+        worlds = [with_chance(w, chance_rng) for w in worlds]
+    return worlds
 
 
 def named_worlds() -> dict[str, SimWorldConfig]:

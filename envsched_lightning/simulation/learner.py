@@ -67,6 +67,7 @@ class SimLearner:
         # per spec: checks behind one rollout's reward (partial credit: the share of them passed)
         self.checks = np.where(world.continuous[world.train_idx], world.config.checks, 1)
         self._clean_std: dict[int, float] = {}  # noisy rewards: each last group's noise-free std
+        self._chance_world = bool(world.flaky.any() or (world.chance > 0).any())
         # per task (train and held-out): the skills it needs, padded with -1
         self._needs = np.full((len(world.skills), max(map(len, world.skills), default=1)), -1, dtype=np.int64)
         for t, k in enumerate(world.skills):
@@ -88,10 +89,33 @@ class SimLearner:
         level = np.where(needs >= 0, self.level[needs], np.inf)  # padding is never the least advanced
         return np.take_along_axis(needs, level.argmin(1)[:, None], 1)[:, 0]
 
-    def pass_rate(self, tasks: np.ndarray) -> np.ndarray:
+    def policy_pass_rate(self, tasks: np.ndarray) -> np.ndarray:
+        """float[len(tasks)]: the chance the policy solves each task (what training moves)."""
         w, k = self.world, self.world.config.sharpness
         x = k * (self.level[self.bottleneck(tasks)] + self.task_bonus[tasks] - w.difficulty[tasks])
         return 1.0 / (1.0 + np.exp(-x))
+
+    def pass_rate(self, tasks: np.ndarray) -> np.ndarray:
+        """float[len(tasks)]: the chance a rollout of each task is rewarded: the policy's, except where
+        chance decides (a stochastic environment's coin on part of the rollouts, a flaky task's coin on
+        all of them)."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        p = self.policy_pass_rate(tasks)
+        chance, coin = self.world.chance[tasks], self.world.flaky_p[tasks]
+        p = (1.0 - chance) * p + 0.5 * chance
+        return np.where(np.isnan(coin), p, coin)
+
+    def policy_share(self, tasks: np.ndarray) -> np.ndarray:
+        """float[len(tasks)]: the share of each task's reward that the policy decides (0 for a flaky task)."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        return np.where(self.world.flaky[tasks], 0.0, 1.0 - self.world.chance[tasks])
+
+    def learnable_variance(self) -> np.ndarray:
+        """float[S]: per spec, the variance of one rollout's reward that the policy's skill explains
+        (`reward_variance` of the policy's pass rate, times the share it decides): what the oracle
+        ranks by. A flaky task's coin has variance but none of it is learnable."""
+        tasks = self.world.train_idx
+        return self.reward_variance(self.policy_pass_rate(tasks)) * self.policy_share(tasks)
 
     def reward_variance(self, p: np.ndarray) -> np.ndarray:
         """float[S]: the true variance of one rollout's reward for each spec at pass rates `p` [S]:
@@ -117,20 +141,43 @@ class SimLearner:
         p = self.pass_rate(tasks)
         self.last_pass_rate[np.asarray(indices, dtype=np.int64)] = p
         groups = []
-        for i, t, pt in zip(indices, tasks, p):
-            passed = self.rng.random((self.group_size, int(self.checks[i]))) < pt
+        policy = self.policy_pass_rate(tasks) if self._chance_world else p
+        for i, t, pt, pp in zip(indices, tasks, p, policy):
+            passed = self.rng.random((self.group_size, int(self.checks[i]))) < pp
+            clean = None
+            if self._chance_world:  # chance decides some rollouts (stochastic environment) or all (flaky task)
+                clean = self._by_chance(int(t), passed)
             flipped = None
             if self.world.config.reward_noise > 0:  # a noisy verifier: each check flipped with this chance
                 flipped = self.rng.random(passed.shape) < self.world.config.reward_noise
                 passed ^= flipped
             r = passed.mean(1)
             # what GRPO learns from is the spread of the *true* outcomes: a flipped check is noise
-            if flipped is not None:
+            if flipped is not None and clean is None:
                 self._clean_std[int(i)] = float((passed ^ flipped).mean(1).std())
+            if clean is not None:
+                self._clean_std[int(i)] = clean
             lengths = self.world.n_calls[t] + self.rng.integers(0, 2, self.group_size) * (1 - r)
             groups.append(RolloutGroup(int(i), r.tolist(), lengths.tolist()))
         self.rollouts += len(indices) * self.group_size
         return groups
+
+    def _by_chance(self, task: int, passed: np.ndarray) -> float:
+        """Replace, in place, the outcomes chance decides in one group of `task`; returns the learning
+        signal left: the spread of the policy's own outcomes times the share of rollouts it decided
+        (0 for a flaky task: its reward says nothing about the policy)."""
+        coin = self.world.flaky_p[task]
+        if not np.isnan(coin):
+            policy_std = 0.0
+            passed[:] = self.rng.random(passed.shape) < coin
+            return policy_std
+        policy_std = float(passed.mean(1).std())
+        level = self.world.chance[task]
+        if level > 0:
+            replaced = self.rng.random(passed.shape[0]) < level
+            passed[replaced] = self.rng.random((int(replaced.sum()), passed.shape[1])) < 0.5
+            policy_std *= 1.0 - float(replaced.mean())
+        return policy_std
 
     def learn(self, groups: list[RolloutGroup], batch_size: int | None = None) -> None:
         """One GRPO step on these groups; progress is averaged over `batch_size` groups."""
@@ -148,9 +195,10 @@ class SimLearner:
         pass rate moves only with its bottleneck skill (the least advanced it needs), at slope
         sharpness x p (1 - p), weighted as the score weighs that task."""
         tasks = self.world.heldout_idx
-        p = self.pass_rate(tasks)
+        p = self.policy_pass_rate(tasks)
+        slope = self.world.config.sharpness * p * (1 - p) * self.policy_share(tasks)  # chance's part does not move
         grad = np.zeros(self.level.shape[0])
-        np.add.at(grad, self.bottleneck(tasks), self._heldout_weight * self.world.config.sharpness * p * (1 - p))
+        np.add.at(grad, self.bottleneck(tasks), self._heldout_weight * slope)
         return grad
 
     def heldout_gain(self) -> np.ndarray:

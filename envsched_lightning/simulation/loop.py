@@ -24,6 +24,7 @@ class RunResult:
     zero_var: list[float] = field(default_factory=list)  # zero-variance group fraction per step
     group_std: list[float] = field(default_factory=list)  # mean within-group reward std per step (the signal trained on)
     sched_seconds: list[float] = field(default_factory=list)  # select + update wall time per step
+    flaky_share: list[float] = field(default_factory=list)  # share of the step's groups on flaky tasks (reward by chance alone)
 
     def record_step(self, learner: SimLearner, trained: list[RolloutGroup], seconds: float = 0.0,
                     zero_var: float | None = None) -> None:
@@ -35,6 +36,12 @@ class RunResult:
         self.zero_var.append(float(np.mean([not g.informative for g in trained])) if zero_var is None else zero_var)
         self.group_std.append(float(np.mean([g.std for g in trained])) if trained else 0.0)
         self.sched_seconds.append(seconds)
+        flaky = learner.world.flaky[learner.world.train_idx]
+        self.flaky_share.append(float(np.mean([flaky[g.index] for g in trained])) if trained else 0.0)
+
+    def gain_per_kilo_rollout(self) -> float:
+        """Held-out score gained per 1,000 rollouts paid for (what a run's compute bought)."""
+        return 1000.0 * (self.scores[-1] - self.scores[0]) / max(self.rollouts[-1], 1) if self.rollouts else 0.0
 
     def steps_to(self, target: float) -> float:
         """First step whose score reaches `target` (inf if never)."""
@@ -162,16 +169,17 @@ def run_class_informed(world: SimWorld, seed: int, steps: int = 120, batch_size:
 
 def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8) -> RunResult:
     """The ceiling no scheduler can reach: each step, the batch of tasks with the largest *true*
-    reward variance (`SimLearner.reward_variance`: p (1 - p), over the number of checks for a
-    partial-credit task, whose group spread is that much smaller), read from the learner's latent
+    learnable reward variance (`SimLearner.learnable_variance`: p (1 - p), over the number of checks
+    for a partial-credit task, whose group spread is that much smaller, times the share of the
+    reward the policy decides: none for a flaky task), read from the learner's latent
     state. A reference for how much of the possible saving a scheduler realises, never a
     scheduler (it sees what no trainer can)."""
     learner = SimLearner(world, seed=seed, group_size=group_size)
     rng = np.random.default_rng(seed)
     res = RunResult("oracle", seed, scores=[learner.heldout_score()])
     for _ in range(steps):
-        p = learner.pass_rate(world.train_idx)
-        value = learner.reward_variance(p) + 1e-9 * rng.random(p.shape[0])  # random order among equals
+        value = learner.learnable_variance()
+        value = value + 1e-9 * rng.random(value.shape[0])  # random order among equals
         groups = learner.rollout(np.argsort(-value)[:batch_size].tolist())
         learner.learn(groups)
         res.record_step(learner, groups)

@@ -49,12 +49,19 @@ class SimWorldConfig:
     lr: float = 2.0  # learner: skill step per unit of group std (how fast related groups saturate)
     lr_task: float = 4.0  # learner: task-specific step
     score_over: str = "envs"  # held-out score: mean over environments ("envs") or over tasks ("tasks")
+    # Rewards that do not (or only partly) depend on the policy. Every draw they need comes from a
+    # third generator, so at their defaults (0) every other world is unchanged.
+    flaky_envs: float = 0.0  # share of environments with a flaky verifier (a noisy judge, a stochastic user)
+    flaky_tasks: float = 0.45  # in such an environment, the share of tasks whose reward is a coin flip
+    stochastic_envs: float = 0.0  # share of environments where chance decides part of every rollout
+    stochastic_level: tuple[float, float] = (0.2, 0.5)  # there, the chance a rollout's outcome is a coin flip
 
     def __post_init__(self) -> None:
         if self.size_dist not in ("uniform", "loguniform") or self.score_over not in ("envs", "tasks"):
             raise ValueError(f"size_dist in (uniform, loguniform), score_over in (envs, tasks); got {self.size_dist}, "
                              f"{self.score_over}")
-        for name in ("cross_skill_share", "pattern_shared", "metadata_noise", "reward_noise", "continuous_env_share"):
+        for name in ("cross_skill_share", "pattern_shared", "metadata_noise", "reward_noise", "continuous_env_share",
+                     "flaky_envs", "flaky_tasks", "stochastic_envs"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
 
@@ -82,6 +89,20 @@ class SimWorld:
     train_idx: np.ndarray  # indices of schedulable tasks (== positions in `specs`)
     heldout_idx: np.ndarray
     env_names: list[str] = field(default_factory=list)
+    # float[T]: a flaky task's coin bias, its reward whatever the policy does; NaN for every other task
+    flaky_p: np.ndarray | None = None
+    # float[T]: the chance chance alone decides one rollout of the task (a stochastic environment), else 0
+    chance: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.env_of)
+        self.flaky_p = np.full(n, np.nan) if self.flaky_p is None else self.flaky_p
+        self.chance = np.zeros(n) if self.chance is None else self.chance
+
+    @property
+    def flaky(self) -> np.ndarray:
+        """bool[T]: tasks whose reward does not depend on the policy."""
+        return ~np.isnan(self.flaky_p)
 
     @property
     def num_skills(self) -> int:
@@ -162,6 +183,7 @@ def make_world(config: SimWorldConfig | str = "default") -> SimWorld:
                 )
     is_train_arr = np.asarray(is_train)
     all_idx = np.arange(len(env_of))
+    flaky_p, chance = _chance_of_rewards(cfg, np.asarray(env_of))
     return SimWorld(
         config=cfg,
         specs=specs,
@@ -174,4 +196,28 @@ def make_world(config: SimWorldConfig | str = "default") -> SimWorld:
         train_idx=all_idx[is_train_arr],
         heldout_idx=all_idx[~is_train_arr],
         env_names=env_names,
+        flaky_p=flaky_p,
+        chance=chance,
     )
+
+
+def _chance_of_rewards(cfg: SimWorldConfig, env_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(flaky_p, chance) per task: which environments have a flaky verifier, and which of their tasks
+    it decides alone (a coin of bias 0.3-0.7, per task: a judge or a simulated user that is noisy on
+    some tasks, not a kind of task); which environments are stochastic, and how much. The metadata
+    shows none of it."""
+    rng = np.random.default_rng([cfg.seed, 11])
+    n, envs = env_of.shape[0], int(env_of.max()) + 1 if env_of.size else 0
+    flaky_p, chance = np.full(n, np.nan), np.zeros(n)
+    if cfg.flaky_envs > 0:
+        k = max(1, int(round(cfg.flaky_envs * envs)))
+        flaky_env = np.isin(env_of, rng.choice(envs, size=min(k, envs), replace=False))
+        coin = flaky_env & (rng.random(n) < cfg.flaky_tasks)
+        flaky_p[coin] = rng.uniform(0.3, 0.7, int(coin.sum()))
+    if cfg.stochastic_envs > 0:
+        k = max(1, int(round(cfg.stochastic_envs * envs)))
+        level = np.zeros(envs)
+        chosen = rng.choice(envs, size=min(k, envs), replace=False)
+        level[chosen] = rng.uniform(*cfg.stochastic_level, chosen.size)
+        chance = level[env_of]
+    return flaky_p, chance

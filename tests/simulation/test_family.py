@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from envsched_lightning.simulation import SimLearner, SimWorldConfig, make_world, run_scheduler
-from envsched_lightning.simulation.family import RANGES, make_world_family, named_worlds, sample_world_params
+from envsched_lightning.simulation.family import (
+    CHANCE_RANGES,
+    RANGES,
+    make_world_family,
+    named_worlds,
+    sample_world_params,
+)
 
 # fingerprints of the named worlds as they were before the family knobs existed
 NAMED = {"default": "1705544fff8819fb", "skewed": "09316e7c50da6d33", "wide": "2bc93c2bf9f7dcd1"}
@@ -109,3 +115,18 @@ def test_uniform_reaches_its_own_final_score_at_the_horizon_whatever_the_float_r
         row = summarize({"random": runs}, horizon=12)[0]
         assert row["steps_to_target"] == 12.0
         assert "score_std@12" in row and "rollouts@12" in row and not any("@120" in k for k in row)  # the run's end
+
+
+def test_chance_knobs_at_zero_leave_every_named_world_and_its_rollouts_unchanged():
+    for name, want in NAMED.items():
+        world = make_world(name)
+        assert fingerprint(world) == want and not world.flaky.any() and not world.chance.any()
+    a = run_scheduler(make_world("default"), "random", 0, steps=5)
+    assert not any(a.flaky_share)
+    clean = make_world_family(4, seed=1)
+    with_chance = make_world_family(4, seed=1, chance=True)
+    for plain, chancy in zip(clean, with_chance):  # the same worlds, plus chance
+        assert fingerprint(make_world(plain)) == fingerprint(make_world(chancy))
+        for knob, (lo, hi) in CHANCE_RANGES.items():
+            assert lo <= getattr(chancy, knob) <= hi
+        assert plain.flaky_envs == plain.stochastic_envs == 0.0

@@ -22,6 +22,7 @@ from ..constraints import EnvQuota, SimilarityPenalty
 from ..features import HISTORY_DIM, STATIC_DIM, history_features
 from ..graph import INTRA, TaskGraph
 from ..predictor import OnlineGNN, VariancePredictor
+from ..progress import ProgressTracker
 from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..base import Scheduler
 from ..calibration import OutcomeCalibration
@@ -65,6 +66,9 @@ class EnvSchedScheduler(Scheduler):
         gate_temperature: float = 0.05,
         gate_decay: float = 0.95,
         explore_untried: float = 0.0,
+        progress: bool = False,
+        progress_min_picks: int = 4,
+        progress_floor: float = 0.05,
         **kw: Any,
     ) -> None:
         for name, value in dict(k_intra=k_intra, k_cross=k_cross, cross_refresh_every=cross_refresh_every,
@@ -82,7 +86,8 @@ class EnvSchedScheduler(Scheduler):
         check_number("gate_temperature", gate_temperature, 0.0, low_open=True)
         check_number("gate_decay", gate_decay, 0.0, 1.0)
         check_number("explore_untried", explore_untried, 0.0)
-        for name, value in dict(cross_edges=cross_edges, use_gnn=use_gnn, calibrate=calibrate, gate=gate).items():
+        for name, value in dict(cross_edges=cross_edges, use_gnn=use_gnn, calibrate=calibrate, gate=gate,
+                                progress=progress).items():  # fmt: skip
             check_bool(name, value)
         super().__init__(specs, seed=seed, **kw)
         self.cross_edges, self.cross_weight, self.cross_refresh_every = cross_edges, cross_weight, cross_refresh_every
@@ -113,6 +118,8 @@ class EnvSchedScheduler(Scheduler):
         # relation gating: closed-form candidates, from no relation to both, each scored on held-back groups
         self.gate, self.gate_temperature, self.gate_decay = gate, gate_temperature, gate_decay
         self.explore_untried = explore_untried
+        # learning progress: a task whose reward scatters without a trend over its picks is discounted
+        self.progress = ProgressTracker(self.num_tasks, progress_min_picks, progress_floor) if progress else None
         self.relations = (("none", "intra", "cross") if cross_edges else ("none", "intra")) if gate else \
             (("cross",) if cross_edges else ("intra",))
         self.gate_err = {r: 0.0 for r in self.relations}  # EMA squared error on held-back groups
@@ -287,7 +294,11 @@ class EnvSchedScheduler(Scheduler):
         learnable = (pred >= 0.05) | ~self.history.observed
         if self.explore_untried > 0:
             noise = noise + self._posterior_draw(pred)
-        return {"priority": pred + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus}
+        if self.progress is None:
+            return {"priority": pred + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus}
+        trend = self.progress.learnability().astype(np.float32)
+        return {"priority": pred * trend + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus,
+                "learnability": trend}  # fmt: skip
 
     def _posterior_draw(self, pred: np.ndarray) -> np.ndarray:
         """Experimental (`explore_untried`, off by default): Thompson-style exploration of never-tried
@@ -307,6 +318,8 @@ class EnvSchedScheduler(Scheduler):
 
     # -- learning ----------------------------------------------------------------------------
     def _observe(self, groups) -> None:
+        if self.progress is not None:
+            self.progress.observe(groups)
         nodes, _, std, _ = group_stats(groups)
         y = np.minimum(1.0, 2 * std).astype(np.float32)
         first = self.history.count[nodes] == 0
@@ -375,6 +388,7 @@ class EnvSchedScheduler(Scheduler):
             # large graphs: the locally refreshed GNN corrections and the nodes the next refresh re-runs
             "gnn_correction": None if self._gnn_correction is None else self._gnn_correction.copy(),
             "last_nodes": self._last_nodes.copy(),
+            "progress": None if self.progress is None else self.progress.state_dict(),
         }
 
     def _load_extra_state(self, state: dict) -> None:
@@ -399,4 +413,10 @@ class EnvSchedScheduler(Scheduler):
         if self._gnn_correction is not None and self._gnn_correction.shape != (self.num_tasks,):
             raise ValueError(f"gnn_correction has shape {self._gnn_correction.shape}, expected ({self.num_tasks},)")
         self._last_nodes = np.asarray(state.get("last_nodes", ()), dtype=np.int64).copy()
+        if self.progress is not None:
+            if state.get("progress") is None:
+                raise ValueError("this scheduler tracks learning progress (progress=true) but the checkpoint has no "
+                                 "progress state (written with progress=false or before it existed): resume with "
+                                 "scheduler.progress=false")  # fmt: skip
+            self.progress.load_state_dict(state["progress"])
         self._cache.clear()

@@ -1,0 +1,96 @@
+"""Learning progress per task: does a task's reward move as it is trained on, or only scatter?
+
+A group whose rewards differ is informative only if the policy decides the difference. A flaky
+verifier (a noisy judge, a stochastic simulated user) gives a task reward variance on every pick
+however much the policy learns from it, and a variance-seeking scheduler keeps paying for it. What
+tells the two apart from the rollouts alone is the trend: a task that is learned climbs (or, being
+unlearned, falls) as it is picked, one whose reward is a coin stays where it was.
+
+`ProgressTracker` keeps, per task, the running sums of a least-squares line through the task's
+group means against its own pick number, and the mean sampling variance of a group mean
+(std^2 / G). `learnability()` turns the slope's t statistic into a factor in [floor, 1]: 1 while a
+task has fewer than `min_picks` groups (too little evidence either way), then t / `t_full` (a slope
+`t_full` standard errors from zero counts fully), never below `floor`. The slope is measured per
+pick, so the trend a real learner makes in a few picks shows within them, and a coin's flat line
+is told apart after a handful of picks rather than never.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .types import RolloutGroup, group_stats
+
+
+class ProgressTracker:
+    """Per-task trend of group means over picks, as flat arrays (O(1) per group, 6 floats per task)."""
+
+    SUMS = ("n", "sx", "sxx", "sy", "sxy", "noise")
+
+    def __init__(self, num_tasks: int, min_picks: int = 4, floor: float = 0.05, t_full: float = 2.0) -> None:
+        if min_picks < 3:
+            raise ValueError(f"progress min_picks must be >= 3 (a line through 2 points has no error), got {min_picks}")
+        if not 0.0 <= floor <= 1.0 or t_full <= 0:
+            raise ValueError(f"progress floor must be in [0, 1] and t_full > 0; got {floor}, {t_full}")
+        self.min_picks, self.floor, self.t_full = min_picks, floor, t_full
+        self.n = np.zeros(num_tasks)
+        self.sx = np.zeros(num_tasks)  # sum of pick numbers (0, 1, 2, ...)
+        self.sxx = np.zeros(num_tasks)
+        self.sy = np.zeros(num_tasks)  # sum of group means
+        self.sxy = np.zeros(num_tasks)
+        self.noise = np.zeros(num_tasks)  # sum of each group mean's sampling variance, std^2 / G
+
+    def observe(self, groups: Sequence[RolloutGroup]) -> None:
+        """Add one step's groups (a task picked twice in a step counts twice, in order)."""
+        index, mean, std, _ = group_stats(groups)
+        size = np.fromiter((len(g.rewards) for g in groups), dtype=np.float64, count=len(groups))
+        for i, m, s, g in zip(index, mean, std, size):
+            x = self.n[i]
+            self.n[i] += 1
+            self.sx[i] += x
+            self.sxx[i] += x * x
+            self.sy[i] += m
+            self.sxy[i] += x * m
+            self.noise[i] += s * s / max(g - 1.0, 1.0)  # unbiased: the group's std is the population one
+
+    def slope_t(self) -> np.ndarray:
+        """float[N]: |slope| / its standard error per task (0 where fewer than 3 picks)."""
+        n = self.n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sxx_c = self.sxx - self.sx**2 / n  # spread of the pick numbers
+            slope = (self.sxy - self.sx * self.sy / n) / sxx_c
+            # the noise of one group mean, plus a floor: a group of identical rewards has none, and a
+            # task whose reward sits at 0 or 1 on every pick is not "learning" however flat it is
+            var = np.maximum(self.noise / n, 1e-4)
+            t = np.abs(slope) / np.sqrt(var / sxx_c)
+        return np.where(n >= 3, np.nan_to_num(t, nan=0.0, posinf=0.0), 0.0)
+
+    def null_share(self) -> float:
+        """Estimated share of flat tasks among those with enough picks and varied rewards: how many
+        more of their trend statistics fall below 1 than learning tasks would explain. A trend
+        statistic of a task that does not move is |N(0, 1)|, below 1 with probability 0.683
+        (Storey's estimator at lambda = 1), shrunk toward 1/2 by 10 pseudo-tasks while few are known."""
+        ready = (self.n >= self.min_picks) & (self.noise / np.maximum(self.n, 1.0) > 1e-3)
+        t = self.slope_t()[ready]
+        return float(np.clip(((t <= 1.0).sum() + 0.683 * 10 * 0.5) / (0.683 * (t.size + 10)), 0.0, 1.0))
+
+    def learnability(self) -> np.ndarray:
+        """float[N] in [floor, 1]: how much of a task's reward variance to believe is learnable. A flat
+        trend is discounted as far as flat tasks are common in this pool (`null_share`): where every
+        task learns, a slow one is not a coin."""
+        factor = np.clip(self.slope_t() / self.t_full, self.floor, 1.0)
+        factor = 1.0 - self.null_share() * (1.0 - factor)
+        return np.where(self.n >= self.min_picks, factor, 1.0)
+
+    def state_dict(self) -> dict:
+        return {k: getattr(self, k).copy() for k in self.SUMS}
+
+    def load_state_dict(self, state: dict) -> None:
+        arrays = {k: np.asarray(state[k], dtype=np.float64) for k in self.SUMS}
+        for k, arr in arrays.items():
+            if arr.shape != self.n.shape or not np.isfinite(arr).all():
+                raise ValueError(f"progress.{k}: shape {arr.shape} (expected {self.n.shape}) or non-finite values")
+        for k, arr in arrays.items():
+            setattr(self, k, arr.copy())
