@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from envsched_lightning.scheduling.registry import scheduler_names
-from envsched_lightning.simulation import make_world, run_oracle, run_scheduler
-from envsched_lightning.simulation.family import describe, make_world_family, named_worlds
+from envsched_lightning.simulation import run_oracle, run_scheduler
+from envsched_lightning.simulation.family import MECHANISMS, build_world, describe, make_world_family, named_worlds
 from envsched_lightning.simulation.report import format_table
 from envsched_lightning.threads import set_torch_threads
 
@@ -71,7 +71,7 @@ def parse_label(label: str) -> tuple[str, dict[str, Any]]:
 
 @functools.lru_cache(maxsize=4)
 def _world(key: str):
-    return make_world(_CONFIGS[key])
+    return build_world(_CONFIGS[key])
 
 
 _CONFIGS: dict = {}
@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--steps", type=int, default=120)
     p.add_argument("--family-seed", type=int, default=0)
+    p.add_argument("--mechanism", choices=[*MECHANISMS, "both"], default="template",
+                   help="template: make_world's templated tasks (the default); composed: tasks compose skills; "
+                   "both: --worlds of each, a table per mechanism and one over all")  # fmt: skip
     p.add_argument("--chance", action="store_true", help="the same drawn worlds with flaky verifiers and stochastic "
                    "environments (rewards partly or wholly by chance); adds the rollout columns")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="8 worlds x 2 seeds x 60 steps, no named worlds")
@@ -191,7 +194,9 @@ def main(argv: list[str] | None = None) -> dict:
     for label in labels:
         parse_label(label)  # a typo fails here, not after the other runs
     labels = ["random"] + [x for x in labels if x != "random"]
-    configs = {f"w{i:02d}": c for i, c in enumerate(make_world_family(a.worlds, a.family_seed, chance=a.chance))}
+    mechanisms = list(MECHANISMS) if a.mechanism == "both" else [a.mechanism]
+    configs = {f"{'w' if m == 'template' else 'c'}{i:02d}": c for m in mechanisms
+               for i, c in enumerate(make_world_family(a.worlds, a.family_seed, chance=a.chance, mechanism=m))}  # fmt: skip
     named = {} if a.no_named else named_worlds()
     configs.update(named)
     jobs = [(k, label, s, a.steps) for k in configs for label in labels for s in range(a.seeds)]
@@ -217,10 +222,20 @@ def main(argv: list[str] | None = None) -> dict:
     rows = {k: world_rows(v, a.steps) for k, v in scores.items()}
     mean_ms = {x: float(np.mean(v)) for x, v in ms.items()}
     drawn = {k: v for k, v in rows.items() if k not in named}
-    out = {"family": family_table(drawn, mean_ms, spent_mean if a.chance else None) if drawn else [], "wall_s": wall}
+    spent = spent_mean if a.chance else None
+    out = {"family": family_table(drawn, mean_ms, spent) if drawn else [], "wall_s": wall}
+    kind = " with flaky verifiers and stochastic environments" if a.chance else ""
+    if len(mechanisms) > 1 and drawn:
+        for m in mechanisms:
+            mine = {k: v for k, v in drawn.items() if k[0] == ("w" if m == "template" else "c")}
+            out[f"family_{m}"] = family_table(mine, mean_ms, spent)
+            print(format_table(out[f"family_{m}"], f"{m.capitalize()} mechanism: {len(mine)} drawn worlds{kind} "
+                               f"({a.seeds} seeds, {a.steps} steps)"))  # fmt: skip
+            print()
     if drawn:
-        kind = " with flaky verifiers and stochastic environments" if a.chance else ""
-        print(format_table(out["family"], f"Family of {len(drawn)} drawn worlds{kind} ({a.seeds} seeds, {a.steps} steps)"))
+        which = "both mechanisms, " if len(mechanisms) > 1 else ("" if mechanisms == ["template"] else "composed mechanism, ")
+        print(format_table(out["family"], f"Family of {len(drawn)} drawn worlds ({which.strip(', ') or 'template mechanism'})"
+                           f"{kind} ({a.seeds} seeds, {a.steps} steps)"))  # fmt: skip
     if named:
         out["named"] = [{"world": k, **{x: rows[k][x]["ratio"] for x in labels}} for k in named]
         print()
@@ -238,7 +253,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _world_size(cfg) -> list:
-    return make_world(cfg).specs
+    return build_world(cfg).specs
 
 
 if __name__ == "__main__":

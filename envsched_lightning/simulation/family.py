@@ -25,7 +25,8 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from .world import WORLD_PRESETS, SimWorldConfig
+from .composed import ComposedWorldConfig, make_composed_world, sample_composed_params
+from .world import WORLD_PRESETS, SimWorld, SimWorldConfig, make_world
 
 # (low, high) of every drawn knob: the ranges a test checks
 RANGES: dict[str, tuple[float, float]] = {
@@ -107,15 +108,32 @@ def with_chance(cfg: SimWorldConfig, rng: np.random.Generator) -> SimWorldConfig
     return replace(cfg, **{k: float(rng.uniform(*r)) for k, r in CHANCE_RANGES.items()})
 
 
-def make_world_family(n: int, seed: int = 0, chance: bool = False) -> list[SimWorldConfig]:
-    """`n` drawn world configurations, reproducible from `seed` (pass each to `make_world`).
+MECHANISMS = ("template", "composed")
+
+
+def make_world_family(n: int, seed: int = 0, chance: bool = False,
+                      mechanism: str = "template") -> list[SimWorldConfig | ComposedWorldConfig]:
+    """`n` drawn world configurations, reproducible from `seed` (pass each to `build_world`).
+    `mechanism`: "template" (`world.make_world`: templated tasks, bottleneck skills) or "composed"
+    (`composed.make_composed_world`: tasks compose skills, every step must succeed).
     `chance=True`: the same worlds, each with flaky verifiers and stochastic environments."""
-    rng = np.random.default_rng([seed, 2024])
-    worlds = [sample_world_params(rng) for _ in range(n)]
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if mechanism == "composed":
+        rng = np.random.default_rng([seed, 2026])
+        worlds = [sample_composed_params(rng) for _ in range(n)]
+    else:
+        rng = np.random.default_rng([seed, 2024])
+        worlds = [sample_world_params(rng) for _ in range(n)]
     if chance:
         chance_rng = np.random.default_rng([seed, 2025])
         worlds = [with_chance(w, chance_rng) for w in worlds]
     return worlds
+
+
+def build_world(cfg: SimWorldConfig | ComposedWorldConfig | str) -> SimWorld:
+    """The world a configuration of either mechanism describes (a name: a named world)."""
+    return make_composed_world(cfg) if isinstance(cfg, ComposedWorldConfig) else make_world(cfg)
 
 
 def named_worlds() -> dict[str, SimWorldConfig]:
@@ -123,9 +141,9 @@ def named_worlds() -> dict[str, SimWorldConfig]:
     return dict(WORLD_PRESETS)
 
 
-def describe(cfg: SimWorldConfig) -> str:
+def describe(cfg: SimWorldConfig | ComposedWorldConfig) -> str:
     """A one-line summary of the knobs that differ from the defaults."""
-    default = asdict(SimWorldConfig())
+    default = asdict(type(cfg)())
     parts = []
     for k, v in asdict(cfg).items():
         if k == "seed" or v == default[k]:

@@ -89,9 +89,20 @@ class SimLearner:
         level = np.where(needs >= 0, self.level[needs], np.inf)  # padding is never the least advanced
         return np.take_along_axis(needs, level.argmin(1)[:, None], 1)[:, 0]
 
+    def step_success(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(float[len(tasks), K] success chance of each needed skill's step, bool mask of real
+        entries): sigmoid(sharpness x (level + task bonus - difficulty)); padding reads 1."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        needs = self._needs[tasks]
+        real = needs >= 0
+        x = self.world.config.sharpness * (self.level[needs] + (self.task_bonus - self.world.difficulty)[tasks][:, None])
+        return np.where(real, 1.0 / (1.0 + np.exp(-x)), 1.0), real
+
     def policy_pass_rate(self, tasks: np.ndarray) -> np.ndarray:
         """float[len(tasks)]: the chance the policy solves each task (what training moves)."""
         w, k = self.world, self.world.config.sharpness
+        if w.composition == "product":
+            return self.step_success(tasks)[0].prod(1)
         x = k * (self.level[self.bottleneck(tasks)] + self.task_bonus[tasks] - w.difficulty[tasks])
         return 1.0 / (1.0 + np.exp(-x))
 
@@ -187,7 +198,12 @@ class SimLearner:
             clean = self._clean_std.get(g.index)
             signal = (g.std if clean is None else clean) / b  # zero-variance groups add nothing but count in b
             req = self.world.skills[t]
-            self.level[req] += self.lr * signal / len(req)
+            if self.world.composition == "product":  # each skill by how much its step held the task back
+                fail = 1.0 - self.step_success([t])[0][0, : len(req)]
+                credit = fail / fail.sum() if fail.sum() > 0 else np.full(len(req), 1.0 / len(req))
+                self.level[req] += self.lr * signal * credit
+            else:
+                self.level[req] += self.lr * signal / len(req)
             self.task_bonus[t] += self.lr_task * signal
 
     def skill_gradient(self) -> np.ndarray:
@@ -196,9 +212,16 @@ class SimLearner:
         sharpness x p (1 - p), weighted as the score weighs that task."""
         tasks = self.world.heldout_idx
         p = self.policy_pass_rate(tasks)
-        slope = self.world.config.sharpness * p * (1 - p) * self.policy_share(tasks)  # chance's part does not move
+        share = self._heldout_weight * self.policy_share(tasks)  # chance's part of a reward does not move
         grad = np.zeros(self.level.shape[0])
-        np.add.at(grad, self.bottleneck(tasks), self._heldout_weight * slope)
+        if self.world.composition == "product":  # d prod / d level_k = sharpness x p x (1 - step k's success)
+            step, real = self.step_success(tasks)
+            slope = self.world.config.sharpness * p[:, None] * (1 - step) * share[:, None]
+            needs = self._needs[tasks]
+            np.add.at(grad, needs[real], slope[real])
+            return grad
+        slope = self.world.config.sharpness * p * (1 - p)
+        np.add.at(grad, self.bottleneck(tasks), share * slope)
         return grad
 
     def heldout_gain(self) -> np.ndarray:

@@ -93,8 +93,13 @@ class SimWorld:
     flaky_p: np.ndarray | None = None
     # float[T]: the chance chance alone decides one rollout of the task (a stochastic environment), else 0
     chance: np.ndarray | None = None
+    # how a task's skills make its pass rate: "bottleneck" (the least advanced one decides, this
+    # module's worlds) or "product" (every step must succeed, `composed.make_composed_world`)
+    composition: str = "bottleneck"
 
     def __post_init__(self) -> None:
+        if self.composition not in ("bottleneck", "product"):
+            raise ValueError(f"composition must be 'bottleneck' or 'product', got {self.composition!r}")
         n = len(self.env_of)
         self.flaky_p = np.full(n, np.nan) if self.flaky_p is None else self.flaky_p
         self.chance = np.zeros(n) if self.chance is None else self.chance
