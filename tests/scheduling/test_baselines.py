@@ -21,6 +21,23 @@ def test_mopps_prefers_half_solved_task():
     assert picks.count(1) > 40
 
 
+def test_mopps_decays_by_step_or_by_observation_and_can_sample_every_task():
+    by_step = build_scheduler("mopps", specs(4), seed=0, decay=0.5)
+    by_obs = build_scheduler("mopps", specs(4), seed=0, decay=0.5, decay_mode="observation", pool_factor=0)
+    for sched in (by_step, by_obs):
+        sched.update([group(0, 8)])  # task 0: 8 of 8 passed
+        sched.update([group(1, 0)])  # then a step that observes only task 1
+    # per step: task 0's evidence halves when task 1 is observed; per observation it stays put
+    assert by_step.alpha[0] == 0.5 * (0.5 * 1.0 + 0.5 + 8.0) + 0.5 and by_obs.alpha[0] == 0.5 * 1.0 + 0.5 + 8.0
+    assert by_obs.alpha[3] == by_obs.beta[3] == 1.0  # never observed: the prior, untouched
+    assert by_obs._priorities(1)["eligible"].all() and by_step._priorities(1)["eligible"].sum() == 4  # 8 x 1 >= 4
+    assert build_scheduler("mopps", specs(40), pool_factor=8)._priorities(1)["eligible"].sum() == 8
+    import pytest
+
+    with pytest.raises(ValueError, match="decay_mode must be 'step' or 'observation'"):
+        build_scheduler("mopps", specs(4), decay_mode="task")
+
+
 def test_greso_skips_task_after_repeated_all_failed_groups():
     sched = build_scheduler("greso", specs(10), seed=0)
     for _ in range(6):
