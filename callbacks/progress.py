@@ -16,6 +16,8 @@ from typing import Any
 from lightning.pytorch import Callback, LightningModule, Trainer
 from typing_extensions import override
 
+from envsched_lightning.evaluation import paired_change
+
 REWARD, SCORE = "rollout/reward_mean", "eval/score"
 
 
@@ -48,6 +50,7 @@ class ProgressPrinter(Callback):
         self.rewards: list[float] = []  # this process's steps
         self.first_step = 0  # steps made before this process (a resumed run's checkpoint)
         self.scores: list[float] = []
+        self.task_scores: list[dict[str, float]] = []  # per evaluation in `scores`: task key -> reward
         self.env_rewards: dict[str, list[float]] = defaultdict(list)
         self.env_scores: dict[str, list[float]] = defaultdict(list)
         self.total: int | None = None
@@ -117,6 +120,7 @@ class ProgressPrinter(Callback):
         if score is None or (trainer.sanity_checking and not whole):
             return
         self.scores.append(score)
+        self.task_scores.append(dict(getattr(pl_module, "last_eval", {}) or {}))
         per_env = _per_env(m, SCORE)
         for env, s in per_env.items():
             self.env_scores[env].append(s)
@@ -133,6 +137,9 @@ class ProgressPrinter(Callback):
         lines = [f"done: {len(rewards)} GRPO steps in {_clock(time.perf_counter() - self._t0)}; "
                  f"reward {_first_last(rewards, k)} (mean of the first and last {k})"
                  + (f"; held-out score {self.scores[0]:.3f} -> {self.scores[-1]:.3f}" if self.scores else "")]  # fmt: skip
+        change = paired_change(self.task_scores[0], self.task_scores[-1]) if len(self.task_scores) > 1 else None
+        if change is not None:
+            lines[0] += f" ({change.describe()})"
         envs = sorted(set(self.env_rewards) | set(self.env_scores))
         width = max(map(len, envs), default=0)  # one column, however long the names
         for env in envs:

@@ -179,7 +179,8 @@ class GRPOModule(LightningModule):
         self.last_groups: list[RolloutGroup] = []
         self.warm_started = False
         self.warm_losses: list[float] = []  # SFT loss per warm-start step, when this process ran it
-        self._eval_rewards: list[tuple[str, float]] = []  # (env, reward) per held-out task this validation
+        self._eval_rewards: list[tuple[str, float, str]] = []  # (env, reward, task key) per held-out task this validation
+        self.last_eval: dict[str, float] = {}  # task key -> reward, of the latest validation
 
     # ------------------------------------------------------------------ training
     def training_step(self, batch: TaskBatch, batch_idx: int = 0) -> dict[str, Any]:
@@ -403,14 +404,17 @@ class GRPOModule(LightningModule):
     def validation_step(self, batch: TaskBatch, batch_idx: int = 0) -> None:
         """Greedy, one rollout per held-out task: the rollouts `evaluate.py` runs (`evaluation.greedy_rollouts`)."""
         episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, **self.loop_kwargs)
-        self._eval_rewards += [(e.env, e.reward) for e in episodes]
+        self._eval_rewards += [(e.env, e.reward, e.task_key) for e in episodes]
 
     def on_validation_epoch_start(self) -> None:
         self._eval_rewards = []
 
     def on_validation_epoch_end(self) -> None:
-        """`eval/score` (task-weighted), `eval/score/<env>`, `eval/benchmark/<name>`, `eval/benchmark_mean`."""
-        rewards = gather_lists(self._eval_rewards)  # each rank evaluated its shard of the held-out tasks
+        """`eval/score` (task-weighted), `eval/score/<env>`, `eval/benchmark/<name>`, `eval/benchmark_mean`;
+        `last_eval` keeps each task's reward (what a paired before/after comparison needs)."""
+        results = gather_lists(self._eval_rewards)  # each rank evaluated its shard of the held-out tasks
+        self.last_eval = {key: reward for _, reward, key in results}
+        rewards = [(env, reward) for env, reward, _ in results]
         if rewards:
             # identical on every rank after the gather: the max over ranks only says so to Lightning
             self.log_dict(aggregate(rewards).metrics("eval"), on_epoch=True, sync_dist=True, reduce_fx="max")

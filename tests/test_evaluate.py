@@ -59,7 +59,8 @@ def save_run(run_dir: Path, cfg: DictConfig, module) -> Path:
 def warm_run(tmp_path_factory):
     """A tiny full-parameter model after a short warm start (non-zero scores), saved as a training run."""
     run_dir = tmp_path_factory.mktemp("run")
-    cfg = compose_cfg("train", *WORLDS, f"output_dir={run_dir}", "model.warm_start.steps=60", "model.warm_start.batch_size=8")
+    cfg = compose_cfg("train", *WORLDS, f"output_dir={run_dir}", "model.warm_start.steps=60", "model.warm_start.batch_size=8",
+                      "data.eval_per_env=2")  # fmt: skip
     drop_unselected_envs(cfg)
     set_torch_threads(1)  # as train.py and evaluate.py on CPU: more threads only wait for each other here
     torch.manual_seed(0)

@@ -190,13 +190,31 @@ def test_a_run_prints_its_progress_and_a_summary(tmp_path, capsys):
 
 def test_a_whole_sanity_check_is_the_score_before_training(tmp_path, capsys):
     """num_sanity_val_steps=-1 scores every held-out task after the warm start: the summary's "before"."""
-    train(tiny_cfg(tmp_path, "steps=2", "trainer.num_sanity_val_steps=-1"))
+    run = train(tiny_cfg(tmp_path, "steps=2", "trainer.num_sanity_val_steps=-1"))
     out = capsys.readouterr().out
     before = out.index("eval before training: held-out score ")
     assert before < out.index("step 1/2 | reward ")
     first = float(out[before:].split("held-out score ")[1].split()[0])
     summary = out.split("\ndone: ")[1]
     assert f"held-out score {first:.3f} -> " in summary
+    # the change, paired by task, with its two-standard-error band over every held-out task
+    last = float(summary.split(f"held-out score {first:.3f} -> ")[1].split()[0])
+    tasks = len(run["objects"]["datamodule"].pool.held_out)
+    change = summary.split("(change ")[1]
+    assert float(change.split()[0]) == pytest.approx(last - first, abs=2e-3)
+    assert f"(2 s.e. over {tasks} tasks: " in change and ("within noise" in change or "beyond noise" in change)
+
+
+def test_a_paired_change_says_whether_it_is_beyond_two_standard_errors():
+    from envsched_lightning.evaluation import paired_change
+
+    before = {f"t{i}": 0.0 for i in range(10)}
+    moved = paired_change(before, {f"t{i}": 1.0 if i < 8 else 0.0 for i in range(10)})
+    assert moved.tasks == 10 and moved.mean == pytest.approx(0.8) and not moved.within_noise
+    assert moved.stderr == pytest.approx((0.8 * 0.2 * 10 / 9 / 10) ** 0.5)
+    one_task = paired_change(before, {"t0": 1.0, "t1": 0.0, "t2": 0.0, "t3": 0.0})  # 4 shared tasks, one moved
+    assert one_task.tasks == 4 and one_task.within_noise and "within noise" in one_task.describe()
+    assert paired_change(before, {"other": 1.0}) is None  # nothing scored both times
 
 
 @pytest.mark.parametrize("steps", [1, 4, 5])
