@@ -125,7 +125,9 @@ class ProgressPrinter(Callback):
         for env, s in per_env.items():
             self.env_scores[env].append(s)
         detail = ", ".join(f"{env} {s:.2f}" for env, s in sorted(per_env.items()))
-        when = "before training" if whole else f"after step {self.first_step + len(self.rewards)}"
+        resumed_at = int(getattr(getattr(trainer, "datamodule", None), "step", 0) or 0)  # a resumed run's steps so far
+        before = f"on resuming at step {resumed_at}" if resumed_at else "before training"
+        when = before if whole else f"after step {self.first_step + len(self.rewards)}"
         self._say(trainer, f"eval {when}: held-out score {score:.3f} ({detail})")
 
     @override

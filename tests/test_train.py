@@ -203,6 +203,8 @@ def test_a_whole_sanity_check_is_the_score_before_training(tmp_path, capsys):
     change = summary.split("(change ")[1]
     assert float(change.split()[0]) == pytest.approx(last - first, abs=2e-3)
     assert f"(2 s.e. over {tasks} tasks: " in change and ("within noise" in change or "beyond noise" in change)
+    train(tiny_cfg(tmp_path / "more", "steps=3", "trainer.num_sanity_val_steps=-1", f"ckpt_path={run['checkpoint']}"))
+    assert "eval on resuming at step 2: held-out score " in capsys.readouterr().out  # not "before training"
 
 
 def test_a_paired_change_says_whether_it_is_beyond_two_standard_errors():
