@@ -28,6 +28,7 @@ import numpy as np
 
 from envsched_lightning.scheduling import TaskSpec
 
+from .ranges import KnobDraws
 from .world import VERIFIERS, SimWorld, _chance_of_rewards
 
 
@@ -157,12 +158,8 @@ COMPOSED_RANGES: dict[str, tuple[float, float]] = {
 def sample_composed_params(rng: np.random.Generator) -> ComposedWorldConfig:
     """One composed world's structure, every knob drawn from `COMPOSED_RANGES` (integers inclusive)."""
 
-    def u(name: str) -> float:
-        return float(rng.uniform(*COMPOSED_RANGES[name]))
-
-    def i(name: str) -> int:
-        lo, hi = COMPOSED_RANGES[name]
-        return int(rng.integers(lo, hi + 1))
+    draws = KnobDraws(rng, COMPOSED_RANGES)
+    u, i = draws.uniform, draws.integer
 
     own_lo, width, shared_lo = u("own_init_low"), u("init_width"), u("shared_init_low")
     pool = i("shared_pool")

@@ -26,6 +26,7 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from .composed import ComposedWorldConfig, make_composed_world, sample_composed_params
+from .ranges import KnobDraws
 from .world import WORLD_PRESETS, SimWorld, SimWorldConfig, make_world
 
 # (low, high) of every drawn knob: the ranges a test checks
@@ -59,12 +60,8 @@ RANGES: dict[str, tuple[float, float]] = {
 def sample_world_params(rng: np.random.Generator) -> SimWorldConfig:
     """One world's structure, every knob drawn from `RANGES` (integers inclusive)."""
 
-    def u(name: str) -> float:
-        return float(rng.uniform(*RANGES[name]))
-
-    def i(name: str) -> int:
-        lo, hi = RANGES[name]
-        return int(rng.integers(lo, hi + 1))
+    draws = KnobDraws(rng, RANGES)
+    u, i = draws.uniform, draws.integer
 
     pat_lo, skill_lo, diff_lo = u("pattern_init_low"), u("skill_init_low"), u("difficulty_low")
     return SimWorldConfig(
