@@ -130,3 +130,18 @@ def test_chance_knobs_at_zero_leave_every_named_world_and_its_rollouts_unchanged
         for knob, (lo, hi) in CHANCE_RANGES.items():
             assert lo <= getattr(chancy, knob) <= hi
         assert plain.flaky_envs == plain.stochastic_envs == 0.0
+
+
+def test_the_baseline_sweep_covers_every_knob_and_picks_each_baselines_best(capsys):
+    from benchmarks.baseline_sweep import GRID, best, labels, main
+
+    grid = labels()
+    assert len(grid) == sum(int(np.prod([len(v) for v in knobs.values()])) for knobs in GRID.values())
+    assert "greso target_easy=0.02 target_hard=0.02 step_size=0.05" in grid
+    table = [{"scheduler": "plr", "ratio_median": 1.1}, {"scheduler": "plr beta=1.0 rho=0.0", "ratio_median": 1.7},
+             {"scheduler": "mopps", "ratio_median": 1.0}, {"scheduler": "greso", "ratio_median": 1.5},
+             {"scheduler": "sec", "ratio_median": 1.2}]  # fmt: skip
+    assert best(table) == {"mopps": "mopps", "plr": "plr beta=1.0 rho=0.0", "greso": "greso", "sec": "sec"}
+    chosen = main(["--worlds", "1", "--seeds", "1", "--steps", "3"])
+    assert set(chosen) == set(GRID) and all(label.split()[0] == name for name, label in chosen.items())
+    assert "best setting per baseline" in capsys.readouterr().out
