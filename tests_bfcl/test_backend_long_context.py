@@ -32,6 +32,7 @@ import pytest
 
 official_lc = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.long_context")
 
+from bfcl_compare import canonical  # noqa: E402
 from envsched_lightning.envs.backends import Backend, render_result  # noqa: E402
 from envsched_lightning.envs.backends import long_context_data as ours_lc  # noqa: E402
 from envsched_lightning.envs.backends.math_api import MAX_PRECISION  # noqa: E402
@@ -160,9 +161,9 @@ def _fresh_process() -> None:
 
 def _outcome(run: Callable[[], Any]) -> tuple[str, ...]:
     try:
-        return ("returned", render_result(run()))
+        return ("returned", canonical(render_result(run())))  # a printed set's order is not upstream's to keep
     except Exception as exc:  # noqa: BLE001 - the exception itself is what is compared
-        return ("raised", type(exc).__name__, str(exc))
+        return ("raised", type(exc).__name__, canonical(str(exc)))
 
 
 def _plain(value: Any, above: tuple[int, ...] = ()) -> Any:

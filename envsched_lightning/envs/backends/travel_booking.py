@@ -103,7 +103,7 @@ def _parse_fares(text: str) -> dict[tuple[str, str], int]:
 
 BASE_FARES = _parse_fares(_FARES)
 CLASS_FACTORS = (("economy", 1), ("business", 2), ("first", 5))  # compared with ==, never hashed
-TRAVEL_CLASSES = {"economy", "business", "first"}  # a set built in upstream's order: same repr in one process
+TRAVEL_CLASSES = {"economy", "business", "first"}  # printed as upstream prints it: a set, in no defined order
 # (other, rate): 1 USD = rate other. Pairs are matched with == in this order, as upstream does.
 USD_RATES = (("RMB", 7), ("EUR", 0.8), ("JPY", 110), ("GBP", 0.7), ("CAD", 1.3), ("AUD", 1.4),
              ("INR", 70), ("RUB", 60), ("BRL", 3.8), ("MXN", 20))  # fmt: skip
