@@ -67,21 +67,22 @@ class ProgressTracker:
             t = np.abs(slope) / np.sqrt(var / sxx_c)
         return np.where(n >= 3, np.nan_to_num(t, nan=0.0, posinf=0.0), 0.0)
 
-    def null_share(self) -> float:
+    def null_share(self, t: np.ndarray | None = None) -> float:
         """Estimated share of flat tasks among those with enough picks and varied rewards: how many
         more of their trend statistics fall below 1 than learning tasks would explain. A trend
         statistic of a task that does not move is |N(0, 1)|, below 1 with probability 0.683
         (Storey's estimator at lambda = 1), shrunk toward 1/2 by 10 pseudo-tasks while few are known."""
         ready = (self.n >= self.min_picks) & (self.noise / np.maximum(self.n, 1.0) > 1e-3)
-        t = self.slope_t()[ready]
+        t = (self.slope_t() if t is None else t)[ready]  # `t`: `slope_t()` when the caller has it already
         return float(np.clip(((t <= 1.0).sum() + 0.683 * 10 * 0.5) / (0.683 * (t.size + 10)), 0.0, 1.0))
 
     def learnability(self) -> np.ndarray:
         """float[N] in [floor, 1]: how much of a task's reward variance to believe is learnable. A flat
         trend is discounted as far as flat tasks are common in this pool (`null_share`): where every
         task learns, a slow one is not a coin."""
-        factor = np.clip(self.slope_t() / self.t_full, self.floor, 1.0)
-        factor = 1.0 - self.null_share() * (1.0 - factor)
+        t = self.slope_t()
+        factor = np.clip(t / self.t_full, self.floor, 1.0)
+        factor = 1.0 - self.null_share(t) * (1.0 - factor)
         return np.where(self.n >= self.min_picks, factor, 1.0)
 
     def state_dict(self) -> dict:

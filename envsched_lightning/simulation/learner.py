@@ -164,8 +164,8 @@ class SimLearner:
                 passed ^= flipped
             r = passed.mean(1)
             # what GRPO learns from is the spread of the *true* outcomes: a flipped check is noise
-            if flipped is not None and clean is None:
-                self._clean_std[int(i)] = float((passed ^ flipped).mean(1).std())
+            if clean is None and flipped is not None:
+                clean = float((passed ^ flipped).mean(1).std())
             if clean is not None:
                 self._clean_std[int(i)] = clean
             lengths = self.world.n_calls[t] + self.rng.integers(0, 2, self.group_size) * (1 - r)
@@ -179,9 +179,8 @@ class SimLearner:
         (0 for a flaky task: its reward says nothing about the policy)."""
         coin = self.world.flaky_p[task]
         if not np.isnan(coin):
-            policy_std = 0.0
             passed[:] = self.rng.random(passed.shape) < coin
-            return policy_std
+            return 0.0
         policy_std = float(passed.mean(1).std())
         level = self.world.chance[task]
         if level > 0:

@@ -36,8 +36,8 @@ class RunResult:
         self.zero_var.append(float(np.mean([not g.informative for g in trained])) if zero_var is None else zero_var)
         self.group_std.append(float(np.mean([g.std for g in trained])) if trained else 0.0)
         self.sched_seconds.append(seconds)
-        flaky = learner.world.flaky[learner.world.train_idx]
-        self.flaky_share.append(float(np.mean([flaky[g.index] for g in trained])) if trained else 0.0)
+        tasks = learner.world.train_idx[[g.index for g in trained]]  # only this step's tasks, not the pool
+        self.flaky_share.append(float((~np.isnan(learner.world.flaky_p[tasks])).mean()) if trained else 0.0)
 
     def gain_per_kilo_rollout(self) -> float:
         """Held-out score gained per 1,000 rollouts paid for (what a run's compute bought)."""
