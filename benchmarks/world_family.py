@@ -17,6 +17,11 @@ difference, and `worst_gap` is the largest ratio deficit to that baseline. `ms/s
 scheduler's select + update time, `x uniform` the ratio to random's in the same run. A
 never-reached target counts as 2 x horizon steps.
 
+`dapo [scheduler=NAME] [key=value ...]` is DAPO dynamic sampling (`run_dynamic_sampling`: whole
+batches from the scheduler, uniform by default, until a batch of informative groups is full). It
+pays for every discarded group, so its curve is put on the rollout axis before any comparison: its
+"step" k is the point where it had spent k x batch x group rollouts, like every other row.
+
 `--chance` gives every drawn world flaky verifiers (in 20-50% of its environments, 30-60% of the
 tasks are a coin flip whatever the policy does) and stochastic environments (chance decides 20-50%
 of their rollouts), and adds per scheduler the medians over worlds of `flaky_rollouts` (the share of
@@ -38,12 +43,14 @@ from typing import Any
 import numpy as np
 
 from envsched_lightning.scheduling.registry import scheduler_names
-from envsched_lightning.simulation import run_oracle, run_scheduler
+from envsched_lightning.simulation import RunResult, run_dynamic_sampling, run_oracle, run_scheduler
 from envsched_lightning.simulation.family import MECHANISMS, build_world, describe, make_world_family, named_worlds
 from envsched_lightning.simulation.report import format_table
 from envsched_lightning.threads import set_torch_threads
 
-BASELINES = ("mopps", "plr", "greso", "sec")
+BASELINES = ("mopps", "plr", "greso", "sec", "dapo")
+REFERENCES = ("oracle", "dapo")  # rows that are not a registered scheduler
+BATCH_SIZE, GROUP_SIZE = 32, 8  # tasks per step, rollouts per task
 # the default rows; any "<scheduler> key=value ..." label runs that scheduler with those options
 DEFAULT_LABELS = ("random", *BASELINES, "envsched", "envsched use_gnn=true", "envsched cross_edges=false",
                   "envsched coverage=0", "envsched gate=false", "envsched explore_untried=0.5", "oracle")  # fmt: skip
@@ -54,10 +61,12 @@ def parse_label(label: str) -> tuple[str, dict[str, Any]]:
 
     Values are read as JSON (numbers, true/false/null, quoted strings), else kept as text; the
     scheduler's own option checks reject a wrong name or value when the run starts. "oracle" is
-    the reference ceiling, not a scheduler."""
+    the reference ceiling, not a scheduler; "dapo" is dynamic sampling over the scheduler its
+    `scheduler=` option names (random by default)."""
     name, *pairs = label.split()
-    if name != "oracle" and name not in scheduler_names():
-        raise ValueError(f"label {label!r}: unknown scheduler {name!r}; one of {sorted(scheduler_names())} or oracle")
+    if name not in REFERENCES and name not in scheduler_names():
+        raise ValueError(f"label {label!r}: unknown scheduler {name!r}; one of {sorted(scheduler_names())}, "
+                         f"{' or '.join(REFERENCES)}")
     options: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
@@ -87,10 +96,25 @@ def _job(args: tuple) -> tuple:
     key, label, seed, steps = args
     name, opts = parse_label(label)
     w = _world(key)
-    res = run_oracle(w, seed, steps) if name == "oracle" else run_scheduler(w, name, seed, steps, label=label, **opts)
+    if name == "oracle":
+        res = run_oracle(w, seed, steps, BATCH_SIZE, GROUP_SIZE)
+    elif name == "dapo":
+        res = run_dynamic_sampling(w, seed, steps, BATCH_SIZE, GROUP_SIZE, label=label, **opts)
+    else:
+        res = run_scheduler(w, name, seed, steps, BATCH_SIZE, GROUP_SIZE, label=label, **opts)
     spent = {"flaky": float(np.mean(res.flaky_share)), "zero_var": float(np.mean(res.zero_var)),
              "gain": res.gain_per_kilo_rollout()}  # fmt: skip
+    if name == "dapo":
+        res = on_rollout_axis(res, steps, BATCH_SIZE * GROUP_SIZE)
     return key, label, seed, res.scores, 1000 * float(np.mean(res.sched_seconds)), spent
+
+
+def on_rollout_axis(res: RunResult, steps: int, per_step: int) -> RunResult:
+    """`res`'s held-out curve read at every `per_step` rollouts (0 .. steps): a run that pays for
+    more rollouts per step (dynamic sampling) compared at equal rollouts spent."""
+    spent = np.asarray([0, *res.rollouts], dtype=np.float64) / per_step  # [steps + 1] in plain steps
+    res.scores = np.interp(np.arange(steps + 1), spent, res.scores).tolist()
+    return res
 
 
 def steps_to(curve: np.ndarray, target: float, horizon: int) -> float:

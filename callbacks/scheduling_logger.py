@@ -28,18 +28,20 @@ from .plots import save_heatmap
 COLUMNS = ["step", "env", "task_id", "priority", "predicted", "coverage", "penalty", "reward_mean", "reward_std"]
 
 
-def decision_rows(decision: Decision, groups: list[RolloutGroup], specs: tuple[TaskSpec, ...]) -> list[dict[str, Any]]:
+def decision_rows(decision: Decision, groups: list[RolloutGroup], specs: tuple[TaskSpec, ...],
+                  step: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """One row per scheduled task: the decision's components joined with the realised rewards.
 
     The `COLUMNS` come first (`coverage` is None for a scheduler without one); every other score
-    component the scheduler's `_priorities` returned follows under its own name."""
+    component the scheduler's `_priorities` returned follows under its own name. `step` replaces
+    the decision's own (a refill round's decision belongs to the step it refills)."""
     by_index = {g.index: g for g in groups}
     rows = decision.rows or [{"index": i, "env": specs[i].env, "task_id": specs[i].task_id, "priority": 0.0} for i in decision.indices]
     out = []
     for row in rows:
         g = by_index.get(row["index"])
         fixed = {
-            "step": decision.step, "env": row["env"], "task_id": row["task_id"], "priority": row["priority"],
+            "step": decision.step if step is None else step, "env": row["env"], "task_id": row["task_id"], "priority": row["priority"],
             "predicted": row.get("predicted", row["priority"]), "coverage": row.get("coverage"),
             "penalty": row.get("penalty", 0.0),
             "reward_mean": float("nan") if g is None else g.mean, "reward_std": float("nan") if g is None else g.std,
@@ -106,15 +108,23 @@ class SchedulingLoggerCallback(Callback):
         decision, groups = dm.last_decision, dm.last_groups
         if decision is None or not groups:
             return
-        rows = decision_rows(decision, groups, dm.specs)
-        metrics = {f"sched/env_count/{e}": float(decision.env_counts.get(e, 0)) for e in self.env_names}
+        rounds = getattr(dm, "step_rounds", None) or [(decision, groups)]  # more than one with dynamic sampling
+        step = dm.step - 1 if isinstance(getattr(dm, "step", None), int) else decision.step  # the GRPO step just run
+        rows, env_counts = [], dict.fromkeys(self.env_names, 0)
+        for k, (round_decision, round_groups) in enumerate(rounds):
+            tag = {"round": k} if len(rounds) > 1 else {}
+            rows += [row | tag for row in decision_rows(round_decision, round_groups, dm.specs, step=step)]
+            for env, count in round_decision.env_counts.items():
+                env_counts[env] = env_counts.get(env, 0) + count
+        metrics = {f"sched/env_count/{e}": float(env_counts.get(e, 0)) for e in self.env_names}
         corr = pearson([r["predicted"] for r in rows], [r["reward_std"] for r in rows])
         if corr is not None:
             metrics["sched/pred_corr"] = corr
         pl_module.log_dict(metrics, on_step=True, on_epoch=False, batch_size=len(rows))
-        self._record(decision.step, rows, groups, dm.specs)
+        self._record(step, rows, groups, dm.specs)
         if trainer.is_global_zero:
-            self._write(trainer, decision, rows)
+            relaxations = [r for round_decision, _ in rounds for r in round_decision.relaxations]
+            self._write(trainer, step, rows, env_counts, relaxations)
 
     def _record(self, step: int, rows: list[dict[str, Any]], groups: list[RolloutGroup], specs: tuple[TaskSpec, ...]) -> None:
         if not self.rollouts:
@@ -125,11 +135,11 @@ class SchedulingLoggerCallback(Callback):
         self.rollouts.append([spent[e] for e in self.env_names])
         self.points = (self.points + [(r["predicted"], r["reward_std"]) for r in rows])[-self.max_points :]
 
-    def _write(self, trainer: Trainer, decision: Decision, rows: list[dict[str, Any]]) -> None:
-        step = decision.step
+    def _write(self, trainer: Trainer, step: int, rows: list[dict[str, Any]], env_counts: dict[str, int],
+               relaxations: list[str]) -> None:  # fmt: skip
         out = self.run_dir(trainer)
         out.mkdir(parents=True, exist_ok=True)
-        record = {"step": step, "env_counts": decision.env_counts, "relaxations": decision.relaxations, "rows": rows}
+        record = {"step": step, "env_counts": env_counts, "relaxations": relaxations, "rows": rows}
         with (out / "sched_decisions.jsonl").open("a") as f:
             f.write(json.dumps(record) + "\n")
         wandb = [lg for lg in trainer.loggers if isinstance(lg, WandbLogger)]

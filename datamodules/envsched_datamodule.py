@@ -8,8 +8,14 @@ The protocol per training step:
 2. the module runs the rollouts and calls ``report(groups)`` once with its shard's groups;
 3. `report` gathers all ranks' groups and rank 0 calls ``scheduler.update`` exactly once.
 
-A second `report` for the same step, or a fetch before the previous step was reported, raises:
-either would mean the scheduler is learning from, or choosing with, the wrong step. Everything is
+With DAPO dynamic sampling (`model.grpo.dynamic_sampling`) a step may go on after its report:
+``refill(n)`` asks the scheduler for n more tasks within the same step (a select, broadcast like
+the first), and the next `report` hands their groups back (an update). Every round is one
+select + update for the scheduler, so it learns from every rollout paid for, also the discarded
+ones; `step` counts GRPO steps, and `step_rounds` keeps each round's decision and groups.
+
+A second `report` for the same selection, or a fetch before the previous step was reported,
+raises: either would mean the scheduler is learning from, or choosing with, the wrong step. Everything is
 built in `__init__` so a bad config fails before the model is loaded; every DDP process builds
 its own copy (the launcher re-runs the script) and only rank 0's scheduler is consulted.
 """
@@ -83,8 +89,10 @@ class EnvSchedDataModule(LightningDataModule):
         self.total_steps = None if total_steps is None else _positive("total_steps", total_steps)
         self.step = 0  # training steps whose results reached the scheduler
         self.last_decision: Decision | None = None  # the current step's decision, on every rank
-        self.last_groups: list[RolloutGroup] = []  # the last reported step's groups, all ranks
+        self.last_groups: list[RolloutGroup] = []  # the last reported step's groups (every round), all ranks
+        self.step_rounds: list[tuple[Decision, list[RolloutGroup]]] = []  # the step's rounds: decision, groups
         self._pending: Decision | None = None  # decision served, results not yet reported
+        self._refill = False  # the pending decision is a refill of the step already counted
 
     @property
     def specs(self) -> tuple[TaskSpec, ...]:
@@ -98,16 +106,29 @@ class EnvSchedDataModule(LightningDataModule):
                 f"the batch after step {self.step} was requested before that step's results were "
                 "reported (is the train loader pre-fetching, or does the module not call report()?)"
             )
+        self.last_groups, self.step_rounds = [], []
+        self._refill = False
+        batch = self._serve(self.batch_size)
+        self.last_decision = self._pending
+        return batch
+
+    def refill(self, n: int) -> TaskBatch:
+        """This rank's share of `n` more tasks for the step just reported (dynamic sampling's refill)."""
+        if self._pending is not None or not self.step_rounds:
+            raise RuntimeError("refill() needs a step whose groups were reported and no batch served since")
+        self._refill = True
+        return self._serve(min(_positive("refill size", int(n)), len(self.pool.train)))
+
+    def _serve(self, size: int) -> TaskBatch:
         strategy = self.trainer.strategy if self.trainer is not None else None
         rank, world = (strategy.global_rank, strategy.world_size) if strategy is not None else (0, 1)
-        decision = self._select() if rank == 0 else None
-        decision = broadcast_from_zero(decision, strategy)
-        self._pending = self.last_decision = decision
+        decision = self._select(size) if rank == 0 else None
+        self._pending = decision = broadcast_from_zero(decision, strategy)
         shard = decision.indices[rank::world]
         return TaskBatch.collate([(i, *self.pool.train[i]) for i in shard])
 
-    def _select(self) -> Decision:
-        indices = self.scheduler.select(self.batch_size)
+    def _select(self, size: int) -> Decision:
+        indices = self.scheduler.select(size)
         decision = self.scheduler.last_decision()
         return decision if decision is not None else Decision(self.step, indices, [], {})
 
@@ -124,9 +145,12 @@ class EnvSchedDataModule(LightningDataModule):
             )
         if self.trainer is None or self.trainer.is_global_zero:
             self.scheduler.update(everything)
-        self.last_groups = everything
-        self.step += 1
+        self.last_groups = self.last_groups + everything
+        self.step_rounds.append((self._pending, everything))
         self._pending = None
+        if self._refill:
+            return  # a refill belongs to the step already counted
+        self.step += 1
         if self.finished() and self.trainer is not None:
             self.trainer.should_stop = True  # every rank reports, so every rank stops; Lightning validates first
 
@@ -171,7 +195,8 @@ class EnvSchedDataModule(LightningDataModule):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.scheduler.load_state_dict(state_dict["scheduler"])
         self.step = int(state_dict["step"])
-        self._pending, self.last_decision, self.last_groups = None, None, []
+        self._pending, self.last_decision, self.last_groups, self.step_rounds = None, None, [], []
+        self._refill = False
         single = self.trainer is None or self.trainer.world_size == 1
         if self.restore_rng_states and single and "rng" in state_dict:  # ranks must not share one RNG stream
             restore_rng(state_dict["rng"])

@@ -3,6 +3,9 @@
 One training step takes a `TaskBatch` of B scheduled tasks, runs G rollouts of each through the
 agent loop, scores them with group-relative advantages, drops the zero-variance groups (they carry
 no gradient), and runs ``ppo_epochs x num_mini_batches`` clipped-surrogate updates on the rest.
+With `grpo.dynamic_sampling` = R > 0 (DAPO's dynamic sampling) up to R refill rounds first replace
+the zero-variance groups with fresh tasks from the scheduler (``trainer.datamodule.refill(n)``,
+reported like the first round) and the step trains on at most B informative groups.
 
 Hand-off to the scheduler (the DataModule's side): after the rollouts, the step builds one
 `RolloutGroup(index, rewards, lengths=turns)` per scheduled task, stores the list in
@@ -186,19 +189,46 @@ class GRPOModule(LightningModule):
     def training_step(self, batch: TaskBatch, batch_idx: int = 0) -> dict[str, Any]:
         t0 = time.perf_counter()
         rollouts = self._rollouts(batch, self.grpo.group_size, self.sampling)  # [B * G] episodes
+        groups = rollout_groups(batch.indices, rollouts)
+        self._report(groups)  # the scheduler hears about each round exactly once, before any update
+        rollouts, groups, rounds = self._dynamic_sampling(len(batch), rollouts, groups)  # [B' * G], B' >= B
         gen_s = time.perf_counter() - t0
-        adv = group_advantages(rollouts.rewards(), self.grpo.scale_rewards)  # [B, G] advantages, [B] zero_var
-        self.last_groups = rollout_groups(batch.indices, rollouts)
-        self._report(self.last_groups)  # the scheduler hears about this step exactly once, before any update
+        self.last_groups = groups
+        adv = group_advantages(rollouts.rewards(), self.grpo.scale_rewards)  # [B', G] advantages, [B'] zero_var
         keep = (~adv.zero_var).nonzero().flatten().tolist()  # informative groups; the rest carry no gradient
+        if rounds:
+            keep = keep[: len(batch)]  # DAPO trains on a batch of B informative groups, never more
         t1 = time.perf_counter()
         stepped = self._any_rank(bool(keep))  # under DDP a rank with nothing to learn still joins the step
         stats = self._optimise(rollouts.select(keep), adv.advantages[keep].flatten()) if stepped else {}
         train_s = time.perf_counter() - t1
         if stepped:
             self.engine.sync_weights(self.model)  # the next rollouts sample from the updated policy
-        self._log_step(rollouts, adv.zero_var, stats, gen_s, train_s)
+        self._log_step(rollouts, adv.zero_var, stats, gen_s, train_s, kept=len(keep), rounds=rounds)
         return {"groups": self.last_groups}
+
+    def _dynamic_sampling(self, size: int, rollouts: RolloutBatch,
+                          groups: list[RolloutGroup]) -> tuple[RolloutBatch, list[RolloutGroup], int]:  # fmt: skip
+        """Refill rounds until every rank holds `size` informative groups or `grpo.dynamic_sampling`
+        rounds ran; returns every round's rollouts and groups (all paid for) and the rounds run.
+
+        Each round is a whole batch from the scheduler, as DAPO draws whole generation batches (a
+        round of only the missing tasks would mostly come back short again). Every rank takes the
+        same decision from the gathered counts."""
+        rounds = 0
+        while rounds < self.grpo.dynamic_sampling:
+            short = sum(g.informative for g in groups) < size
+            if not any(gather_lists([short])):
+                break
+            datamodule = self.trainer.datamodule
+            extra_batch = datamodule.refill(datamodule.batch_size)
+            extra = self._rollouts(extra_batch, self.grpo.group_size, self.sampling)
+            extra_groups = rollout_groups(extra_batch.indices, extra)
+            self._report(extra_groups)
+            rollouts = RolloutBatch(rollouts.episodes + extra.episodes, rollouts.group_size)
+            groups = groups + extra_groups
+            rounds += 1
+        return rollouts, groups, rounds
 
     def _rollouts(self, batch: TaskBatch, group_size: int, sampling: SamplingConfig) -> RolloutBatch:
         with engine_awake(self.engine):  # a sleeping vLLM gives the GPU back to training in between
@@ -325,9 +355,8 @@ class GRPOModule(LightningModule):
         if callable(report):
             report(groups)
 
-    def _log_step(
-        self, rollouts: RolloutBatch, zero_var: Tensor, stats: dict[str, float], gen_s: float, train_s: float
-    ) -> None:
+    def _log_step(self, rollouts: RolloutBatch, zero_var: Tensor, stats: dict[str, float], gen_s: float,
+                  train_s: float, kept: int, rounds: int) -> None:  # fmt: skip
         eps = rollouts.episodes
         turns = sum(e.turns for e in eps)
         gen_tokens = sum(e.gen_tokens for e in eps)
@@ -344,7 +373,10 @@ class GRPOModule(LightningModule):
             "rollout/prompt_too_long_frac": sum(e.reason.startswith(PROMPT_TOO_LONG) for e in eps) / len(eps),
             "rollout/gen_tokens_per_s": gen_tokens / max(gen_s, 1e-9),
             "train/skipped": float(not stats),
+            "train/groups": float(kept),  # the informative groups the update used
         }
+        if self.grpo.dynamic_sampling:
+            metrics["rollout/dynamic_rounds"] = float(rounds)  # refill rounds; their rollouts count in num_rollouts
         by_env: dict[str, list[float]] = defaultdict(list)
         for e in eps:
             by_env[e.env].append(e.reward)
@@ -356,11 +388,15 @@ class GRPOModule(LightningModule):
 
     # ------------------------------------------------------------------ warm start
     def on_fit_start(self) -> None:
-        """Warm start if configured, then hand the engine the current weights.
+        """Check that dynamic sampling has a DataModule to refill from, warm start if configured, then
+        hand the engine the current weights.
 
         Lightning restores a `ckpt_path` before this hook and runs the sanity-check validation
         after it, so every rollout of the fit (sanity check included) samples the resumed or
         warm-started adapter, never the base model."""
+        if self.grpo.dynamic_sampling and not callable(getattr(self.trainer.datamodule, "refill", None)):
+            raise ValueError("model.grpo.dynamic_sampling > 0 needs a DataModule with refill(n) -> TaskBatch "
+                             "(EnvSchedDataModule has one)")
         self._warm_start_once()
         self.engine.sync_weights(self.model)
 

@@ -53,6 +53,23 @@ def test_tiny_run_holds_quotas_and_updates_once_per_step(tmp_path):
     assert {"sched/env_count/banking", "rollout/reward_mean", "eval/score"} <= set(out["metrics"])
 
 
+def test_dynamic_sampling_refills_from_the_scheduler_and_counts_every_rollout(tmp_path):
+    """DAPO dynamic sampling with the app's scheduler: a nearly untrained model gives mostly
+    zero-variance groups, so steps refill; every round is a select + update, every rollout counted."""
+    out = train(tiny_cfg(tmp_path, "model.grpo.dynamic_sampling=2"))
+    dm, metrics = out["objects"]["datamodule"], out["metrics"]
+    steps = decisions(out["log_dir"])
+    assert sorted(steps) == [0, 1, 2] and dm.step == 3  # GRPO steps, not rounds
+    rounds = [1 + max(r.get("round", 0) for r in rows) for rows in steps.values()]
+    assert max(rounds) > 1 and dm.scheduler.history.step == sum(rounds)  # the scheduler heard every round
+    last = steps[2]
+    assert len(last) == len(dm.last_groups) and metrics["rollout/dynamic_rounds"] == rounds[-1] - 1
+    assert metrics["rollout/num_rollouts"] == 2 * len(dm.last_groups)  # the refills' rollouts are counted
+    informative = sum(g.informative for g in dm.last_groups)
+    assert metrics["train/groups"] == min(informative, 3)  # a batch of at most B informative groups
+    assert rounds[-1] == 3 or informative >= 3  # refilling stops only when full or out of rounds
+
+
 def test_wandb_offline_run_holds_decisions_table_heatmap_and_config(tmp_path, monkeypatch):
     """Also the `scheduler=random` path: the callbacks install their constraints on any scheduler."""
     monkeypatch.setenv("WANDB_MODE", "offline")

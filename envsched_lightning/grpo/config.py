@@ -45,6 +45,10 @@ class GRPOConfig:
     # take pi_old from the sampler instead of a second forward pass, where that is exact: an engine that
     # samples from the training model itself, at these weights, with no top-p / top-k truncation
     reuse_sampling_logprobs: bool = False
+    # DAPO dynamic sampling: up to this many extra rounds per step, each asking the scheduler for fresh
+    # tasks to replace the zero-variance groups, until the batch is full of informative groups (0: off).
+    # The extra rollouts are paid for and counted; the scheduler learns from every round
+    dynamic_sampling: int = 0
 
     def __post_init__(self) -> None:
         if self.group_size < 2:
@@ -65,6 +69,8 @@ class GRPOConfig:
             raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm}")
         if not self.importance_sampling_cap >= 1:
             raise ValueError(f"importance_sampling_cap must be >= 1, got {self.importance_sampling_cap}")
+        if isinstance(self.dynamic_sampling, bool) or not isinstance(self.dynamic_sampling, int) or self.dynamic_sampling < 0:
+            raise ValueError(f"dynamic_sampling must be a non-negative int (extra rounds per step), got {self.dynamic_sampling!r}")
         if self.logprob_chunk_size < 1:
             raise ValueError(f"logprob_chunk_size must be >= 1, got {self.logprob_chunk_size}")
 

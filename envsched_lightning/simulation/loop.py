@@ -81,24 +81,31 @@ def run_scheduler(
 
 
 def run_dynamic_sampling(
-    world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8, max_rounds: int = 8
+    world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8, max_rounds: int = 8,
+    scheduler: str = "random", label: str | None = None, **options: Any,
 ) -> RunResult:
-    """DAPO dynamic sampling: draw uniform batches, keep only groups whose rewards differ, until the
-    batch is full (or `max_rounds` draws). Every discarded group's rollouts are still paid for."""
+    """DAPO dynamic sampling over any scheduler (uniform by default): each round the scheduler picks a
+    whole batch (select + update, so it also learns from the groups dropped), only groups whose
+    rewards differ are kept, until the batch is full or `max_rounds` rounds ran; the step trains
+    on at most `batch_size` of them. Every discarded group's rollouts are still paid for: compare
+    such a run by its `rollouts`, not its steps. The trainer's `grpo.dynamic_sampling` does the same."""
     learner = SimLearner(world, seed=seed, group_size=group_size)
-    rng = np.random.default_rng(seed)
-    n = len(world.specs)
-    res = RunResult("dapo_dynamic_sampling", seed, scores=[learner.heldout_score()])
+    sched = build_scheduler(scheduler, world.specs, seed=seed, **options)
+    name = "dapo_dynamic_sampling" if scheduler == "random" and not options else f"dapo_dynamic_sampling({scheduler})"
+    res = RunResult(label or name, seed, scores=[learner.heldout_score()])
     for _ in range(steps):
-        kept, drawn = [], 0
+        kept, drawn, seconds = [], 0, 0.0
         for _ in range(max_rounds):
-            groups = learner.rollout(rng.choice(n, size=batch_size, replace=False).tolist())
+            t0 = time.perf_counter()
+            groups = learner.rollout(sched.select(batch_size))
+            sched.update(groups)
+            seconds += time.perf_counter() - t0
             drawn += len(groups)
             kept += [g for g in groups if g.informative]
             if len(kept) >= batch_size:
                 break
         learner.learn(kept[:batch_size], batch_size=batch_size)
-        res.record_step(learner, kept[:batch_size], zero_var=1.0 - len(kept) / max(drawn, 1))
+        res.record_step(learner, kept[:batch_size], seconds=seconds, zero_var=1.0 - len(kept) / max(drawn, 1))
     return res
 
 

@@ -74,6 +74,30 @@ def test_second_report_or_early_fetch_raises(envs):
     assert dm.scheduler.history.step == 1
 
 
+def test_a_refill_is_one_more_select_and_update_within_the_same_step(envs):
+    """Dynamic sampling's refill: the scheduler learns from each round, the GRPO step counts once."""
+    dm = make_dm(envs, total_steps=1)
+    with pytest.raises(RuntimeError, match="refill"):
+        dm.refill(2)  # no step reported yet
+    first = dm.next_batch()
+    with pytest.raises(RuntimeError, match="refill"):
+        dm.refill(2)  # the first round's groups not reported yet
+    dm.report(groups_for(first, 0))
+    extra = dm.refill(3)
+    assert len(extra) == 3 and dm.last_decision.indices == first.indices  # the step's decision is the first round's
+    with pytest.raises(ValueError, match="scheduled"):
+        dm.report(groups_for(first, 0))  # a refill's report must carry the refill's tasks
+    dm.report(groups_for(extra, 0))
+    assert dm.step == 1 and dm.scheduler.history.step == 2 and dm.finished()
+    assert [d.indices for d, _ in dm.step_rounds] == [first.indices, extra.indices]
+    assert [g.index for g in dm.last_groups] == first.indices + extra.indices
+    whole = dm.refill(99)
+    assert len(whole) == len(dm.pool.train)  # at most the whole pool
+    dm.report(groups_for(whole, 1))
+    dm.next_batch()
+    assert dm.step_rounds == [] and dm.last_groups == []  # a new step starts with no rounds
+
+
 def test_state_dict_resumes_the_same_schedule(envs):
     a, b = make_dm(envs), make_dm(envs)
     for step in range(3):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from envsched_lightning.scheduling import RolloutGroup
+from envsched_lightning.scheduling import RolloutGroup, build_scheduler
 from envsched_lightning.simulation import (make_world, run_class_informed, run_dynamic_sampling, run_informed, run_oracle,
                                           run_scheduler)
 from envsched_lightning.simulation.learner import SimLearner
@@ -121,3 +121,46 @@ def test_told_the_held_out_gain_too_the_reference_learns_faster_than_told_the_va
 def test_informed_reference_refuses_unknown_knowledge():
     with pytest.raises(ValueError, match="tried in"):
         run_informed(make_world("default"), seed=0, steps=1, tried="future")
+
+
+def test_dynamic_sampling_runs_over_any_scheduler_and_pays_for_every_round(monkeypatch):
+    """DAPO over envsched: the scheduler hears every round (also the dropped groups), each step
+    trains on at most a batch of informative groups, and the rollouts count every round."""
+    from envsched_lightning.simulation import loop
+
+    world = make_world("default")
+    heard: list[int] = []
+    trained: list[list] = []
+
+    def counting(*args, **kw):
+        sched = build_scheduler(*args, **kw)
+        update = sched.update
+        sched.update = lambda gs: (heard.append(len(gs)), update(gs))
+        return sched
+
+    def recording(self, groups, batch_size=None):
+        trained.append(list(groups))
+        return learn(self, groups, batch_size)
+
+    learn = SimLearner.learn
+    monkeypatch.setattr(loop, "build_scheduler", counting)
+    monkeypatch.setattr(SimLearner, "learn", recording)
+    run = loop.run_dynamic_sampling(world, 0, steps=5, scheduler="envsched", progress=True)
+    assert run.name == "dapo_dynamic_sampling(envsched)" and len(trained) == 5
+    assert all(len(g) <= 32 and all(x.informative for x in g) for g in trained)
+    assert len(heard) > 5 and set(heard) == {32}  # refills happened, each a whole batch the scheduler heard
+    assert run.rollouts[-1] == len(heard) * 32 * 8  # every round paid for
+    assert run_dynamic_sampling(world, 0, steps=2).name == "dapo_dynamic_sampling"  # uniform by default
+
+
+def test_the_family_benchmark_compares_dynamic_sampling_at_equal_rollouts():
+    from benchmarks.world_family import main, on_rollout_axis
+    from envsched_lightning.simulation import RunResult
+
+    res = on_rollout_axis(RunResult("x", 0, scores=[0.0, 0.4, 0.8], rollouts=[2, 4]), 4, 1)
+    assert res.scores == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])  # a step that cost two is two steps on the rollout axis
+    out = main(["--worlds", "1", "--seeds", "1", "--steps", "6", "--no-named",
+                "--labels", "random", "dapo", "dapo scheduler=envsched", "envsched"])  # fmt: skip
+    rows = {r["scheduler"]: r for r in out["family"]}
+    assert set(rows) == {"random", "dapo", "dapo scheduler=envsched", "envsched"}
+    assert rows["dapo"]["below_best"] == "-" and rows["envsched"]["below_best"] in ("0/1", "1/1")
