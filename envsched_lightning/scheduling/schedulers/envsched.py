@@ -24,6 +24,7 @@ from ..graph import INTRA, TaskGraph
 from ..predictor import OnlineGNN, VariancePredictor
 from ..progress import ProgressTracker
 from ..propagation import IncrementalPPR, RowNormalizedGraph
+from ..additive import AdditiveModel
 from ..base import Scheduler
 from ..calibration import OutcomeCalibration
 from ..checks import check_bool, check_number
@@ -69,6 +70,8 @@ class EnvSchedScheduler(Scheduler):
         progress: bool = False,
         progress_min_picks: int = 4,
         progress_floor: float = 0.05,
+        additive: bool = False,
+        additive_ridge: float = 2.0,
         **kw: Any,
     ) -> None:
         for name, value in dict(k_intra=k_intra, k_cross=k_cross, cross_refresh_every=cross_refresh_every,
@@ -86,8 +89,9 @@ class EnvSchedScheduler(Scheduler):
         check_number("gate_temperature", gate_temperature, 0.0, low_open=True)
         check_number("gate_decay", gate_decay, 0.0, 1.0)
         check_number("explore_untried", explore_untried, 0.0)
+        check_number("additive_ridge", additive_ridge, 0.0, low_open=True)
         for name, value in dict(cross_edges=cross_edges, use_gnn=use_gnn, calibrate=calibrate, gate=gate,
-                                progress=progress).items():  # fmt: skip
+                                progress=progress, additive=additive).items():  # fmt: skip
             check_bool(name, value)
         super().__init__(specs, seed=seed, **kw)
         self.cross_edges, self.cross_weight, self.cross_refresh_every = cross_edges, cross_weight, cross_refresh_every
@@ -122,6 +126,13 @@ class EnvSchedScheduler(Scheduler):
         self.progress = ProgressTracker(self.num_tasks, progress_min_picks, progress_floor) if progress else None
         self.relations = (("none", "intra", "cross") if cross_edges else ("none", "intra")) if gate else \
             (("cross",) if cross_edges else ("intra",))
+        # composition: an additive model over metadata tokens, one more candidate for the gate to weigh
+        self.additive = AdditiveModel(self.specs, ridge=additive_ridge) if additive else None
+        if additive:
+            if not gate:
+                raise ValueError("additive=true needs gate=true: the gate weighs it against the graph's candidates")
+            self.relations = (*self.relations, "additive")
+        self.group_size = 8  # rollouts per group, as last reported (the additive candidate's scale)
         self.gate_err = {r: 0.0 for r in self.relations}  # EMA squared error on held-back groups
         self.ppr_intra: IncrementalPPR | None = None
         if gate and cross_edges:  # intra-only propagation next to the mixed one; intra edges never change
@@ -200,12 +211,14 @@ class EnvSchedScheduler(Scheduler):
 
     def _candidates(self) -> np.ndarray:
         """float32[R, N]: the propagated value with each relation set of `self.relations`: "none"
-        (the environment prior alone), "intra" (PPR over intra edges), "cross" (PPR over both)."""
+        (the environment prior alone), "intra" (PPR over intra edges), "cross" (PPR over both);
+        with `additive`, also the additive model's prediction over metadata tokens."""
         def compute() -> np.ndarray:
             prior = self._prior()
             out = {"none": lambda: prior.astype(np.float32),
                    "intra": lambda: (self.ppr_intra or self.ppr).estimate(prior),
-                   "cross": lambda: self.ppr.estimate(prior)}
+                   "cross": lambda: self.ppr.estimate(prior),
+                   "additive": lambda: self.additive.informativeness(self.group_size)}
             return np.stack([out[r]() for r in self.relations])
         return self._cached("candidates", compute)
 
@@ -351,6 +364,10 @@ class EnvSchedScheduler(Scheduler):
         nodes = np.unique([g.index for g in groups])
         self._last_nodes = nodes
         h = self.history
+        if self.additive is not None:
+            self.group_size = len(groups[-1].rewards)
+            index, mean, _, _ = group_stats(groups)
+            self.additive.observe(index, mean, self.group_size)
         self._sibling_last[self.graph.relation(INTRA).neighbour_ids(nodes)] = h.step
         self.ppr.update(nodes, 2 * h.ema_std[nodes].astype(np.float64), h.observed[nodes])
         if self.ppr_intra is not None:
@@ -389,6 +406,7 @@ class EnvSchedScheduler(Scheduler):
             "gnn_correction": None if self._gnn_correction is None else self._gnn_correction.copy(),
             "last_nodes": self._last_nodes.copy(),
             "progress": None if self.progress is None else self.progress.state_dict(),
+            "additive": None if self.additive is None else self.additive.state_dict() | {"group_size": self.group_size},
         }
 
     def _load_extra_state(self, state: dict) -> None:
@@ -419,4 +437,11 @@ class EnvSchedScheduler(Scheduler):
                                  "progress state (written with progress=false or before it existed): resume with "
                                  "scheduler.progress=false")  # fmt: skip
             self.progress.load_state_dict(state["progress"])
+        if self.additive is not None:
+            if state.get("additive") is None:
+                raise ValueError("this scheduler has the additive candidate (additive=true) but the checkpoint has no "
+                                 "additive model (written with additive=false or before it existed): resume with "
+                                 "scheduler.additive=false")  # fmt: skip
+            self.additive.load_state_dict(state["additive"])
+            self.group_size = int(state["additive"]["group_size"])
         self._cache.clear()
