@@ -19,11 +19,14 @@ from .constraints import EnvQuota, SimilarityPenalty
 from .decision import Decision
 from .history import TaskHistory
 from .selection import fill_batch
+from .task_table import TaskTable, as_task_table
 from .types import RolloutGroup, TaskSpec, validate_groups
 
 
-def spec_fingerprint(specs: Sequence[TaskSpec]) -> str:
+def spec_fingerprint(specs: Sequence[TaskSpec] | TaskTable) -> str:
     """A hash of the task keys, so a checkpoint is never loaded onto a different task pool."""
+    if isinstance(specs, TaskTable):
+        return specs.fingerprint()
     h = hashlib.sha1()
     for s in specs:
         h.update(s.key.encode())
@@ -36,19 +39,13 @@ class Scheduler(ABC):
 
     name: ClassVar[str] = "base"
 
-    def __init__(self, specs: Sequence[TaskSpec], seed: int = 0, history_ema: float = 0.5) -> None:
-        self.specs: tuple[TaskSpec, ...] = tuple(specs)
-        if not self.specs:
+    def __init__(self, specs: Sequence[TaskSpec] | TaskTable, seed: int = 0, history_ema: float = 0.5) -> None:
+        # columns, not a Python object per task: a list of specs is converted once, a table kept
+        self.specs: TaskTable = as_task_table(specs)  # duplicate keys and malformed specs refused here
+        if not len(self.specs):
             raise ValueError("a scheduler needs at least one TaskSpec")
-        if not all(isinstance(s, TaskSpec) for s in self.specs):
-            raise ValueError("specs must be TaskSpec instances")
-        keys = [s.key for s in self.specs]
-        if len(set(keys)) != len(keys):
-            dup = next(k for k in keys if keys.count(k) > 1)
-            raise ValueError(f"duplicate task {dup!r} in specs")
-        self.env_names: tuple[str, ...] = tuple(dict.fromkeys(s.env for s in self.specs))
-        env_index = {e: i for i, e in enumerate(self.env_names)}
-        self.env_ids = np.fromiter((env_index[s.env] for s in self.specs), dtype=np.int64, count=len(self.specs))
+        self.env_names: tuple[str, ...] = self.specs.env_names
+        self.env_ids = self.specs.env_ids.astype(np.int64)
         self.env_sizes = np.bincount(self.env_ids, minlength=len(self.env_names))
         order = np.argsort(self.env_ids, kind="stable")
         self.env_members = np.split(order, np.cumsum(self.env_sizes)[:-1])  # task indices per environment

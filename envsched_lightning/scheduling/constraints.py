@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .similarity import SparseSimilarity, task_similarity
+from .similarity import SimilarityUnion, SparseSimilarity, task_similarity
 from .types import TaskSpec
 
 
@@ -131,7 +131,7 @@ class SimilarityPenalty:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         self.lam, self.k, self.scale = float(lam), int(k), scale
-        self.similarity: SparseSimilarity | None = None
+        self.similarity: SparseSimilarity | SimilarityUnion | None = None
 
     def bind(self, specs: Sequence[TaskSpec], source: SparseSimilarity | None) -> None:
         self.similarity = source if source is not None else task_similarity(specs, k=self.k)

@@ -11,11 +11,13 @@ plus one pass over the existing cross edges, not the pool size times the number 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
-from .similarity import SparseSimilarity, top_k_per_node
+from .similarity import SparseSimilarity, TopK
 
-_CHUNK = 1 << 20  # rows per block when weighing candidate pairs: keeps temporaries small
+_CHUNK = 1 << 16  # rows per block when weighing candidate pairs: temporaries stay in cache
 
 
 class CrossEnvLSH:
@@ -44,27 +46,34 @@ class CrossEnvLSH:
         weights = (1 << np.arange(self.bits)).astype(np.int16)
         return np.stack([((emb @ p) > 0).astype(np.int16) @ weights for p in planes])
 
-    def _sample(self, codes: np.ndarray, nodes: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(src, dst): per table, tasks in a random order inside their bucket, and each node of
-        `nodes` paired with the `samples` tasks on either side of it in that order (same bucket,
-        different environment). A pair may come out twice: `top_k_per_node` keeps one."""
+    def _sample(self, emb: np.ndarray, codes: np.ndarray, nodes: np.ndarray | None,
+                rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:  # fmt: skip
+        """(src, dst, weight) per table: tasks in a random order inside their bucket, and each node of
+        `nodes` (None: every task) paired with the `samples` tasks on either side of it in that
+        order (same bucket, different environment). A pair may come out twice: `TopK` keeps one.
+        Embeddings are laid out in the table's order, so weighing reads nearby rows."""
         n = codes.shape[1]
-        src_all, dst_all = [], []
+        env_ids = self.env_ids
         for code in codes:
+            src_all, dst_all, w_all = [], [], []
             order = np.argsort((code.astype(np.int64) << 40) | rng.integers(0, 1 << 40, n))
-            where = np.empty(n, np.int64)
-            where[order] = np.arange(n)
-            pos = where[nodes]
-            # every task in `nodes`: its backward pairs are another's forward ones, so one side does
-            sides = (1,) if nodes.size == n else (-1, 1)
+            code_o, env_o, emb_o = code[order], env_ids[order], emb[order]
+            if nodes is None:  # every task: its backward pairs are another's forward ones, so one side does
+                pos, sides = np.arange(n), (1,)
+            else:
+                where = np.empty(n, np.int64)
+                where[order] = np.arange(n)
+                pos, sides = where[nodes], (-1, 1)
             for off in range(1, self.samples + 1):
-                for other_pos in (pos + side * off for side in sides):
-                    ok = (other_pos >= 0) & (other_pos < n)
-                    a, b = nodes[ok], order[other_pos[ok]]
-                    keep = (code[a] == code[b]) & (self.env_ids[a] != self.env_ids[b])
-                    src_all.append(a[keep])
-                    dst_all.append(b[keep])
-        return np.concatenate(src_all), np.concatenate(dst_all)
+                for other in (pos + side * off for side in sides):
+                    ok = (other >= 0) & (other < n)
+                    a, b = pos[ok], other[ok]
+                    keep = (code_o[a] == code_o[b]) & (env_o[a] != env_o[b])
+                    a, b = a[keep], b[keep]
+                    src_all.append(order[a])
+                    dst_all.append(order[b])
+                    w_all.append(self._weigh(emb_o, a, b))
+            yield np.concatenate(src_all), np.concatenate(dst_all), np.concatenate(w_all)
 
     @staticmethod
     def _weigh(emb: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -82,18 +91,21 @@ class CrossEnvLSH:
         emb = self.embed(vectors)
         codes = self._codes(emb, rng)
         incremental = changed is not None and previous is not None
-        nodes = np.asarray(changed, dtype=np.int64) if incremental else np.arange(n)
-        src, dst = self._sample(codes, nodes, rng)
-        w = self._weigh(emb, src, dst)
-        if incremental:
-            old_src, old_dst = previous.sources(), previous.indices
+        nodes = np.asarray(changed, dtype=np.int64) if incremental else None
+        top = TopK(n, self.k)
+        if incremental:  # the old edges first: between unchanged tasks their weight is unchanged
+            old_src, old_dst = previous.sources(), previous.indices.astype(np.int64)
             half = old_src < old_dst  # each undirected edge once
-            old_src, old_dst, old_w = old_src[half], old_dst[half], previous.weights[half]
+            old_src, old_dst = old_src[half], old_dst[half]
             moved = np.zeros(n, dtype=bool)
             moved[nodes] = True
+            old_w = previous.weights[half].copy()
             touched = moved[old_src] | moved[old_dst]
-            old_w = old_w.copy()
             old_w[touched] = self._weigh(emb, old_src[touched], old_dst[touched])
-            src, dst, w = np.concatenate([src, old_src]), np.concatenate([dst, old_dst]), np.concatenate([w, old_w])
-        keep = w > self.min_weight
-        return top_k_per_node(n, src[keep], dst[keep], w[keep], self.k)
+            keep = old_w > self.min_weight
+            top.add(old_src[keep], old_dst[keep], old_w[keep])
+            del old_src, old_dst, old_w, touched, keep
+        for src, dst, w in self._sample(emb, codes, nodes, rng):
+            keep = w > self.min_weight
+            top.add(src[keep], dst[keep], w[keep])
+        return top.result(lambda a, b: self._weigh(emb, a, b))

@@ -28,9 +28,9 @@ class Decision:
     ) -> Decision:  # fmt: skip
         """The record of one fill: `env_ids` [N] index `env_names`; `keys` [N] and each component [N]."""
         rows = []
+        task_id = specs.task_id if hasattr(specs, "task_id") else (lambda i: specs[i].task_id)  # a TaskTable reads columns
         for pos, i in enumerate(result.indices):
-            spec = specs[i]
-            row: dict[str, Any] = {"index": i, "env": spec.env, "task_id": spec.task_id, "priority": float(keys[i])}
+            row: dict[str, Any] = {"index": i, "env": env_names[env_ids[i]], "task_id": task_id(i), "priority": float(keys[i])}
             for name, arr in components.items():
                 row[name] = float(arr[i])
             row["penalty"] = float(result.penalties[pos])

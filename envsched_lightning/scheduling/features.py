@@ -7,13 +7,13 @@ vocabulary, including one never seen before, maps to the same small input width.
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections.abc import Sequence
 
 import numpy as np
 
 from .history import TaskHistory
+from .task_table import TaskTable, as_task_table
 from .types import TaskSpec
 
 SET_DIM = 16  # hashed tools / state keys / verifier
@@ -28,33 +28,49 @@ def _slot(name: str, dim: int) -> tuple[int, float]:
     return h % dim, 1.0 if (h >> 16) & 1 else -1.0
 
 
-def static_features(specs: Sequence[TaskSpec]) -> np.ndarray:
-    """float32[N, STATIC_DIM]; identical specs give identical rows, whatever their environment."""
-    x = np.zeros((len(specs), STATIC_DIM), dtype=np.float32)
-    cache: dict[tuple[str, int], tuple[int, float]] = {}
+def hashed_codes(vocab: Sequence[str], codes: np.ndarray, prefix: str) -> np.ndarray:
+    """uint32[len(codes)]: crc32 of ``prefix + vocab[code]`` for each code, each string hashed once."""
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    hashes = np.fromiter((zlib.crc32(f"{prefix}{vocab[c]}".encode()) for c in uniq.tolist()), np.uint32, count=uniq.size)
+    return hashes[inverse.reshape(-1)]
 
-    def slot(name: str, dim: int) -> tuple[int, float]:
-        key = (name, dim)
-        if key not in cache:
-            cache[key] = _slot(name, dim)
-        return cache[key]
 
-    for i, s in enumerate(specs):
-        names = [f"t:{t}" for t in s.tools] + [f"s:{k}" for k in s.state_keys] + [f"v:{s.verifier}"]
-        scale = 1.0 / math.sqrt(len(names))
-        for name in names:
-            j, sign = slot(name, SET_DIM)
-            x[i, j] += sign * scale
-        for name, v in s.features.items():
-            j, sign = slot(f"f:{name}", NUM_DIM)
-            x[i, SET_DIM + j] += sign * math.copysign(math.log1p(abs(v)), v)
-        j, sign = slot(f"r:{s.reward_type}", RT_DIM)
-        x[i, SET_DIM + NUM_DIM + j] = sign
-        x[i, -1] = math.log1p(len(s.tools)) / 3.0
+def _slots(hashes: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(slot int64, sign float64) of crc32 hashes: the hashing trick of `_slot`, vectorised."""
+    h = hashes.astype(np.int64)
+    return h % dim, np.where((h >> 16) & 1, 1.0, -1.0)
+
+
+def static_features(specs: Sequence[TaskSpec] | TaskTable) -> np.ndarray:
+    """float32[N, STATIC_DIM]; identical specs give identical rows, whatever their environment.
+
+    Computed from the table's columns in O(tokens) array passes; each cell adds its terms in the
+    task's token order in float32 (`np.add.at`), so the values do not depend on how the table was built."""
+    t = as_task_table(specs)
+    n = len(t)
+    x = np.zeros((n, STATIC_DIM), dtype=np.float32)
+    indptr, kind, code = t.token_lists(("tools", "state_keys", "verifier"))
+    hashes = np.empty(code.shape[0], np.uint32)
+    for k, prefix in enumerate(("t:", "s:", "v:")):
+        sel = kind == k
+        hashes[sel] = hashed_codes(t.vocab, code[sel], prefix)
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    slot, sign = _slots(hashes, SET_DIM)
+    scale = 1.0 / np.sqrt(np.diff(indptr).astype(np.float64))  # every task names its verifier: >= 1 token
+    np.add.at(x.reshape(-1), rows * STATIC_DIM + slot, (sign * scale[rows]).astype(np.float32))
+    fptr, fname, fvalue = t.features
+    if fname.size:
+        frows = np.repeat(np.arange(n), np.diff(fptr))
+        slot, sign = _slots(hashed_codes(t.vocab, fname, "f:"), NUM_DIM)
+        value = sign * np.copysign(np.log1p(np.abs(fvalue)), fvalue)
+        np.add.at(x.reshape(-1), frows * STATIC_DIM + SET_DIM + slot, value.astype(np.float32))
+    slot, sign = _slots(hashed_codes(t.vocab, t.reward_type, "r:"), RT_DIM)
+    x[np.arange(n), SET_DIM + NUM_DIM + slot] = sign
+    x[:, -1] = np.log1p(np.diff(t.tools[0]).astype(np.float64)) / 3.0
     return x
 
 
-def pattern_vectors(specs: Sequence[TaskSpec]) -> np.ndarray:
+def pattern_vectors(specs: Sequence[TaskSpec] | TaskTable) -> np.ndarray:
     """float32[N, NUM_DIM + RT_DIM]: execution pattern and reward structure, comparable across envs."""
     x = static_features(specs)
     return np.ascontiguousarray(x[:, SET_DIM : SET_DIM + NUM_DIM + RT_DIM])

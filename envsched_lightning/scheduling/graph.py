@@ -9,18 +9,25 @@ different environments become neighbours once their rollouts behave alike.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from torch_geometric.data import Data
 
 from .cross_lsh import CrossEnvLSH
-from .features import pattern_vectors, static_features
+from .features import NUM_DIM, RT_DIM, SET_DIM, static_features
+from .heap import retained_heap
 from .history import TaskHistory
-from .similarity import SparseSimilarity, task_similarity
+from .similarity import SimilarityUnion, SparseSimilarity, task_similarity
 from .types import TaskSpec
 
+if TYPE_CHECKING:
+    from torch_geometric.data import Data
+
 INTRA, CROSS = 0, 1
+# up to this many edges (about 100k tasks, 48 MB), readers keep one merged copy of both relations:
+# fewer lookups per step; above it they read the relations in place (at 1M tasks a copy is 260 MB)
+MERGE_MAX_EDGES = 4_000_000
 
 
 class TaskGraph:
@@ -30,12 +37,22 @@ class TaskGraph:
         self.num_nodes = len(specs)
         self.env_ids = env_ids
         self.k_intra, self.k_cross, self.seed = k_intra, k_cross, seed
-        self.static_x = static_features(specs)  # [N, STATIC_DIM]
-        self.pattern_x = pattern_vectors(specs)  # [N, NUM_DIM + RT_DIM]
-        self.intra = task_similarity(specs, k=k_intra, seed=seed, patterns=self.pattern_x)
-        self.refreshes = 0
-        self._lsh = CrossEnvLSH(self.pattern_x, env_ids, k_cross)
-        self.cross = self._cross(None)
+        self.specs = specs
+        self._static_x: np.ndarray | None = None
+        with retained_heap(self.num_nodes):  # a large build frees and reallocates big blocks: keep them (heap.py)
+            self.pattern_x = static_features(specs)[:, SET_DIM : SET_DIM + NUM_DIM + RT_DIM].copy()  # [N, NUM_DIM + RT_DIM]
+            self.intra = task_similarity(specs, k=k_intra, seed=seed, patterns=self.pattern_x)
+            self.refreshes = 0
+            self._lsh = CrossEnvLSH(self.pattern_x, env_ids, k_cross)
+            self.cross = self._cross(None)
+
+    @property
+    def static_x(self) -> np.ndarray:
+        """float32[N, STATIC_DIM] node features, computed when first asked for (the GNN's input):
+        at 1M tasks they are 108 MB a scheduler without the GNN never needs."""
+        if self._static_x is None:
+            self._static_x = static_features(self.specs)
+        return self._static_x
 
     def _cross_vectors(self, history: TaskHistory | None) -> np.ndarray:
         """[N, pattern + 4]: static pattern, observed flag, and (observed tasks only) reward mean,
@@ -59,7 +76,8 @@ class TaskGraph:
         `changed`: the tasks whose statistics moved since the last build (only they draw new
         candidates); None rebuilds from scratch. With ``k_cross == 0`` the relation stays empty."""
         self.refreshes += 1
-        self.cross = self._cross(history, changed)
+        with retained_heap(self.num_nodes):
+            self.cross = self._cross(history, changed)
 
     def state_dict(self) -> dict:
         """What a refresh changed: the cross relation as built from the history *at* that refresh,
@@ -88,6 +106,8 @@ class TaskGraph:
 
     def to_data(self) -> Data:
         """A `torch_geometric.data.Data` with `edge_type` (0 intra, 1 cross) and `edge_weight`."""
+        from torch_geometric.data import Data  # PyG only where its view is wanted (the GNN)
+
         (e0, w0), (e1, w1) = self.edge_index(INTRA), self.edge_index(CROSS)
         return Data(
             x=torch.from_numpy(self.static_x),
@@ -98,6 +118,18 @@ class TaskGraph:
         )
 
     def combined_similarity(self) -> SparseSimilarity:
-        """Both relations as one similarity, for the batch similarity penalty. They never share a
-        pair (intra joins tasks of one environment, cross of two), so rows are simply joined."""
+        """Both relations as one similarity (a copy of every edge). They never share a pair (intra
+        joins tasks of one environment, cross of two), so rows are simply joined."""
         return SparseSimilarity.concat_rows([self.intra, self.cross])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.intra.indices.shape[0] + self.cross.indices.shape[0])
+
+    def similarity_view(self) -> SparseSimilarity | SimilarityUnion:
+        """Both relations read as one, for the batch similarity penalty: one merged copy while the
+        graph is small (one row lookup per pick), a view over both relations once a copy would cost
+        more than `MERGE_MAX_EDGES` edges' worth of memory."""
+        if self.num_edges <= MERGE_MAX_EDGES:
+            return self.combined_similarity()
+        return SimilarityUnion((self.intra, self.cross))

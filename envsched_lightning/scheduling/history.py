@@ -31,6 +31,7 @@ class TaskHistory:
         self.ema_std = np.zeros(num_tasks, dtype=np.float32)
         self.ema_len = np.zeros(num_tasks, dtype=np.float32)
         self.zero_var = np.zeros(num_tasks, dtype=np.int64)  # zero-variance groups observed
+        self._observed: tuple[int, np.ndarray] | None = None
 
     @property
     def num_tasks(self) -> int:
@@ -38,7 +39,10 @@ class TaskHistory:
 
     @property
     def observed(self) -> np.ndarray:
-        return self.count > 0
+        """bool[N]: tasks with at least one group (cached per step: read several times a step)."""
+        if self._observed is None or self._observed[0] != self.step:
+            self._observed = (self.step, self.count > 0)
+        return self._observed[1]
 
     def staleness(self) -> np.ndarray:
         """Updates since each task was last observed; never-observed tasks get ``step + 1``."""
@@ -54,6 +58,7 @@ class TaskHistory:
             _, first = np.unique(index[pending], return_index=True)
             rows, pending = pending[first], np.delete(pending, first)
             self._fold(index[rows], mean[rows], std[rows], length[rows])
+        self._observed = None
 
     def _fold(self, i: np.ndarray, mean: np.ndarray, std: np.ndarray, length: np.ndarray) -> None:
         """Fold groups of distinct tasks `i` into the arrays."""
@@ -85,5 +90,6 @@ class TaskHistory:
             raise ValueError(f"history.ema: non-finite {state['ema']!r}")
         for k, arr in arrays.items():
             setattr(self, k, arr)
+        self._observed = None
         self.step = int(state["step"])
         self.ema = float(state["ema"])

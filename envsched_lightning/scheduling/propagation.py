@@ -17,45 +17,94 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import CROSS, INTRA, TaskGraph
+from .graph import CROSS, INTRA, MERGE_MAX_EDGES, TaskGraph
 from .similarity import SparseSimilarity, row_positions
 
 
+_BLOCK = 1 << 21  # edges per block of a full pass: bounds the temporaries whatever the graph's size
+
+
 class RowNormalizedGraph:
-    """A in CSR, rows summing to 1 (0 for isolated nodes), mixing both relations."""
+    """A = D^-1 (W_intra + cross_weight W_cross), rows summing to 1 (0 for isolated nodes).
+
+    Kept as the relations themselves plus the degree vector, no per-edge row or value arrays; a
+    merged copy of both relations only while the graph has at most `MERGE_MAX_EDGES` edges (at 1M
+    tasks those copies were most of the scheduler's memory). A full pass runs over blocks of rows,
+    relation by relation, so its temporaries stay bounded."""
 
     def __init__(self, graph: TaskGraph, cross_weight: float = 0.5) -> None:
-        n = graph.num_nodes
-        scaled = [SparseSimilarity(s.indptr, s.indices, s.weights * scale)
-                  for s, scale in ((graph.relation(INTRA), 1.0), (graph.relation(CROSS), cross_weight)) if scale > 0]
-        merged = SparseSimilarity.concat_rows(scaled)  # the intra relation is always there
-        row, col = merged.sources(), merged.indices
-        raw = merged.weights.astype(np.float64)
-        deg = np.maximum(np.bincount(row, weights=raw, minlength=n), 1e-12)
-        self.num_nodes = n
-        self.indptr, self.rows, self.cols = merged.indptr, row, col
-        self.vals = raw / deg[row]  # A[i, j]
-        # pushing a sparse vector forward needs A's columns. Both relations are symmetric, so
-        # column j holds the neighbours i of row j, with A[i, j] = w(j, i) / deg(i): no transpose sort
-        self.t_indptr, self.t_rows, self.t_vals = merged.indptr, col, raw / deg[col]
+        n = self.num_nodes = graph.num_nodes
+        self.parts = [(rel, scale) for rel, scale in ((graph.relation(INTRA), 1.0), (graph.relation(CROSS), cross_weight))
+                      if scale > 0]  # the intra relation is always there  # fmt: skip
+        if len(self.parts) > 1 and graph.num_edges <= MERGE_MAX_EDGES:  # small: one merged copy, one lookup per row
+            scaled = [SparseSimilarity(r.indptr, r.indices, r.weights * scale if scale != 1.0 else r.weights)
+                      for r, scale in self.parts]  # fmt: skip
+            self.parts = [(SparseSimilarity.concat_rows(scaled), 1.0)]
+        deg = np.zeros(n)
+        for _, (rel, scale), r0, r1, rows, pos in self._blocks():
+            deg[r0:r1] += np.bincount(rows - r0, weights=self._weights(rel, scale, pos), minlength=r1 - r0)
+        self.deg = np.maximum(deg, 1e-12)
+        # a small graph keeps A's columns as values (what a push reads); a large one computes them per push
+        self._t_vals = None
+        if len(self.parts) == 1 and graph.num_edges <= MERGE_MAX_EDGES:
+            rel, scale = self.parts[0]
+            self._t_vals = self._weights(rel, scale, slice(None)) / self.deg[rel.indices]
+
+    @staticmethod
+    def _weights(rel: SparseSimilarity, scale: float, pos: slice | np.ndarray) -> np.ndarray:
+        return (rel.weights[pos] * scale if scale != 1.0 else rel.weights[pos]).astype(np.float64)
+
+    def _blocks(self):
+        """(first part?, (relation, scale), r0, r1, rows int64[e], entry slice) over row blocks of
+        about `_BLOCK` entries, relation by relation."""
+        for k, (rel, scale) in enumerate(self.parts):
+            indptr = rel.indptr
+            r0 = 0
+            while r0 < self.num_nodes:
+                r1 = int(np.searchsorted(indptr, indptr[r0] + _BLOCK, side="right")) - 1
+                r1 = min(self.num_nodes, max(r1, r0 + 1))
+                rows = np.repeat(np.arange(r0, r1), np.diff(indptr[r0 : r1 + 1]))
+                yield k == 0, (rel, scale), r0, r1, rows, slice(int(indptr[r0]), int(indptr[r1]))
+                r0 = r1
 
     def matmul(self, x: np.ndarray) -> np.ndarray:
         """A @ x for dense x [N, C]."""
         out = np.zeros_like(x)
-        for c in range(x.shape[1]):
-            out[:, c] = np.bincount(self.rows, weights=self.vals * x[self.cols, c], minlength=self.num_nodes)
+        for _, (rel, scale), r0, r1, rows, pos in self._blocks():
+            vals = self._weights(rel, scale, pos) / self.deg[rows]  # A[i, j]
+            cols = rel.indices[pos]
+            for c in range(x.shape[1]):
+                out[r0:r1, c] += np.bincount(rows - r0, weights=vals * x[cols, c], minlength=r1 - r0)
         return out
 
     def push(self, nodes: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """A @ v for v sparse (v[nodes] = x [S, C], zero elsewhere) -> (support, values [S', C])."""
+        """A @ v for v sparse (v[nodes] = x [S, C], zero elsewhere) -> (support, values [S', C]).
+
+        Pushing forward needs A's columns. Both relations are symmetric, so column j holds the
+        neighbours i of row j, with A[i, j] = w(j, i) / deg(i): no transpose is stored."""
         if nodes.size == 0:
             return nodes, x
-        seg, pos = row_positions(self.t_indptr, nodes)
-        tgt, w = self.t_rows[pos], self.t_vals[pos]
-        dense = np.stack([np.bincount(tgt, weights=w * x[seg, c], minlength=self.num_nodes) for c in range(x.shape[1])], 1)
-        support = np.flatnonzero(np.bincount(tgt, minlength=self.num_nodes))  # sorted, unique
-        out = dense[support]
-        return support, out
+        if self._t_vals is not None:
+            rel = self.parts[0][0]
+            seg, pos = row_positions(rel.indptr, nodes)
+            tgt, w = rel.indices[pos], self._t_vals[pos]
+        else:
+            segs, tgts, ws = [], [], []
+            for rel, scale in self.parts:
+                seg, pos = row_positions(rel.indptr, nodes)
+                tgt = rel.indices[pos]
+                segs.append(seg)
+                tgts.append(tgt)
+                ws.append(self._weights(rel, scale, pos) / self.deg[tgt])
+            seg, tgt, w = np.concatenate(segs), np.concatenate(tgts), np.concatenate(ws)
+        if self.num_nodes <= 8 * tgt.shape[0]:  # small graph: dense sums over N are cheaper than a sort
+            support = np.flatnonzero(np.bincount(tgt, minlength=self.num_nodes))
+            slot, size = tgt, self.num_nodes
+        else:  # large graph: O(touched), not O(N)
+            support, slot = np.unique(tgt, return_inverse=True)
+            size = support.shape[0]
+        out = np.stack([np.bincount(slot, weights=w * x[seg, c], minlength=size) for c in range(x.shape[1])], 1)
+        return support.astype(np.int64), out if size == support.shape[0] else out[support]
 
 
 class IncrementalPPR:
@@ -96,7 +145,9 @@ class IncrementalPPR:
 
     def estimate(self, prior: float, shrink: float = 0.05) -> np.ndarray:
         """float32[N]: smoothed value, shrunk toward `prior` by how little evidence reached a node."""
-        num, den = self.f[:, 0], np.maximum(self.f[:, 1], 0.0)
-        smooth = np.where(den > 1e-8, num / np.maximum(den, 1e-8), prior)
-        evidence = den / (den + shrink)
-        return (evidence * smooth + (1 - evidence) * prior).astype(np.float32)
+        # evidence x (num / den) + (1 - evidence) x prior with evidence = den / (den + shrink), in one pass
+        den = np.maximum(self.f[:, 1], 0.0)
+        den += shrink
+        out = np.asarray(prior, dtype=np.float64) * shrink + self.f[:, 0]
+        out /= den
+        return out.astype(np.float32)

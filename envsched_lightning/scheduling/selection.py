@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .constraints import EnvQuota, SimilarityPenalty
+from .similarity import SimilarityUnion
 
 
 @dataclass
@@ -34,19 +35,24 @@ def _tiered(keys: np.ndarray, eligible: np.ndarray | None) -> np.ndarray:
     return np.where(eligible, keys, keys - (hi - lo + 2.0))
 
 
-def _descending(keys: np.ndarray, members: np.ndarray | None = None, chunk: int = 256) -> Iterator[np.ndarray]:
-    """Yield indices in descending key order (ties by index), sorting only as far as needed."""
-    idx = np.arange(keys.shape[0]) if members is None else members
-    vals = keys[idx]
-    start, n = 0, idx.shape[0]
+def _descending(keys: np.ndarray, members: np.ndarray | None = None, chunk: int = 256,
+                head: np.ndarray | None = None) -> Iterator[np.ndarray]:  # fmt: skip
+    """Yield indices in descending key order (ties by index), sorting only as far as needed.
+
+    `members` (ascending task indices) restricts the order to them; `head`, the first block of
+    this very order computed earlier, is yielded as is instead of being computed again."""
+    neg = -keys if members is None else -keys[members]  # one O(N) array for every block
+    n = neg.shape[0]
+    start = 0
+    if head is not None:
+        yield head
+        start, chunk = head.shape[0], chunk * 4
     while start < n:
         stop = min(n, start + chunk)
-        if stop < n:
-            part = np.argpartition(-vals, stop - 1)[:stop]
-        else:
-            part = np.arange(n)
-        order = part[np.lexsort((idx[part], -vals[part]))]
-        yield idx[order[start:stop]]
+        part = np.argpartition(neg, stop - 1)[:stop] if stop < n else np.arange(n)
+        order = part[np.lexsort((part, neg[part]))]  # positions follow indices: ties by index
+        block = order[start:stop]
+        yield block if members is None else members[block]
         start, chunk = stop, chunk * 4
 
 
@@ -84,9 +90,13 @@ def fill_batch(
     maxsim = np.zeros(keys.shape[0])  # each task's largest similarity to the batch so far
     taken = np.zeros(keys.shape[0], dtype=bool)
     weight = 0.0
+    head = None  # the first block of the overall order, computed once
     if penalty is not None and penalty.lam > 0:
-        head = next(_descending(keys, chunk=min(keys.shape[0], 2 * batch_size)))
+        head = next(_descending(keys, chunk=2 * batch_size))
         weight = penalty.weight(float(np.std(keys[head])))
+
+    similarity = penalty.similarity if penalty is not None else None
+    relations = similarity.parts if isinstance(similarity, SimilarityUnion) else (similarity,)
 
     def take(i: int) -> None:
         chosen.append(i)
@@ -94,8 +104,9 @@ def fill_batch(
         taken[i] = True
         counts[env_ids[i]] += 1
         if weight > 0:
-            nbr, w = penalty.similarity.neighbours(i)
-            maxsim[nbr] = np.maximum(maxsim[nbr], w)  # a row lists each neighbour once
+            for part in relations:  # a row lists each neighbour once, and relations share no pair
+                nbr, w = part.neighbours(i)
+                maxsim[nbr] = np.maximum(maxsim[nbr], w)
 
     def greedy(order: Iterator[np.ndarray], need: int, ok: Callable[[np.ndarray | int], np.ndarray]) -> None:
         heap: list[tuple[float, int]] = []
@@ -124,7 +135,8 @@ def fill_batch(
     for e in np.flatnonzero(lo > 0).tolist():  # guaranteed minimum slots first
         members = env_members[e] if env_members is not None else np.flatnonzero(env_ids == e)
         greedy(_descending(keys, members, chunk=int(lo[e]) * 2), int(lo[e]), _anything)
-    greedy(_descending(keys, chunk=2 * batch_size), batch_size - len(chosen), lambda i: counts[env_ids[i]] < hi[env_ids[i]])
+    greedy(_descending(keys, chunk=2 * batch_size, head=head), batch_size - len(chosen),
+           lambda i: counts[env_ids[i]] < hi[env_ids[i]])  # fmt: skip
     relax = list(quota.relaxations) if quota is not None else []
     if len(chosen) < batch_size:  # caps could not be met with the tasks left: fill, and say so
         relax.append(f"caps left {batch_size - len(chosen)} slots empty; filled ignoring caps")

@@ -8,12 +8,14 @@ tasks of the same environment: tool names mean something only inside their envir
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from .features import hashed_codes
+from .task_table import TaskTable, as_task_table
 from .types import TaskSpec
 
 _PRIME = (1 << 31) - 1
@@ -44,8 +46,11 @@ class SparseSimilarity:
     """Symmetric kNN similarity in CSR form: ``neighbours(i)`` are (indices, weights in (0, 1])."""
 
     indptr: np.ndarray  # int64[N + 1]
-    indices: np.ndarray  # int64[E]
+    indices: np.ndarray  # int32[E]: half the memory of int64, and any pool this side of 2^31 tasks
     weights: np.ndarray  # float32[E]
+
+    def __post_init__(self) -> None:
+        self.indices = np.asarray(self.indices, dtype=np.int32)
 
     @property
     def num_nodes(self) -> int:
@@ -57,7 +62,7 @@ class SparseSimilarity:
 
     @classmethod
     def empty(cls, n: int) -> SparseSimilarity:
-        return cls(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+        return cls(np.zeros(n + 1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
 
     def neighbours(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         a, b = self.indptr[i], self.indptr[i + 1]
@@ -86,7 +91,7 @@ class SparseSimilarity:
         appears once per part, so use it for relations that are disjoint (intra and cross)."""
         n = parts[0].num_nodes
         indptr = np.sum([p.indptr for p in parts], axis=0)
-        indices = np.empty(int(indptr[-1]), np.int64)
+        indices = np.empty(int(indptr[-1]), np.int32)
         weights = np.empty(int(indptr[-1]), np.float32)
         before = np.zeros(n, np.int64)  # entries of earlier parts in each row
         for p in parts:
@@ -97,6 +102,11 @@ class SparseSimilarity:
         return cls(indptr, indices, weights)
 
     @classmethod
+    def from_pairs(cls, n: int, lo: np.ndarray, hi: np.ndarray, w: np.ndarray) -> SparseSimilarity:
+        """Distinct undirected pairs (lo < hi) with their weights, stored in both directions."""
+        return _csr_from_directed(n, np.concatenate([lo, hi]), np.concatenate([hi, lo]), np.concatenate([w, w]))
+
+    @classmethod
     def from_edges(cls, n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> SparseSimilarity:
         """Symmetrise (max weight per pair), drop self loops, and pack as CSR."""
         src, dst, w = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([w, w])
@@ -105,25 +115,59 @@ class SparseSimilarity:
         src, dst = key // n, key % n
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-        return cls(indptr, dst.astype(np.int64), w)
+        return cls(indptr, dst.astype(np.int32), w)
 
 
-def _token_ids(specs: Sequence[TaskSpec]) -> tuple[np.ndarray, np.ndarray]:
-    """(task index, 31-bit token hash) for every tool / state key / verifier a task names."""
-    cache: dict[str, int] = {}
-    rows: list[int] = []
-    toks: list[int] = []
-    for i, s in enumerate(specs):
-        names = [f"t:{t}" for t in s.tools] + [f"s:{k}" for k in s.state_keys] + ([f"v:{s.verifier}"] if s.verifier else [])
-        if not names:
-            names = ["<none>"]  # tasks with no tools at all are alike in that
-        for name in names:
-            h = cache.get(name)
-            if h is None:
-                h = cache[name] = zlib.crc32(name.encode()) & 0x7FFFFFFF
-            rows.append(i)
-            toks.append(h)
-    return np.asarray(rows, dtype=np.int64), np.asarray(toks, dtype=np.int64)
+@dataclass
+class SimilarityUnion:
+    """Several relations that never share a pair, read as one (what `concat_rows` would build),
+    without copying their edges: the similarity penalty asks only for a chosen task's row."""
+
+    parts: tuple[SparseSimilarity, ...]
+
+    @property
+    def num_nodes(self) -> int:
+        return self.parts[0].num_nodes
+
+    def neighbours(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = [p.neighbours(i) for p in self.parts]
+        return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows])
+
+    def pair(self, i: int, j: int) -> float:
+        return max(p.pair(i, j) for p in self.parts)
+
+
+def _csr_from_directed(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> SparseSimilarity:
+    """CSR of distinct directed entries, rows sorted by column: one value sort of packed keys."""
+    order = np.argsort((src.astype(np.uint64) << np.uint64(32)) | dst.astype(np.uint64))  # distinct keys
+    src, dst, w = src[order], dst[order], w[order]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return SparseSimilarity(indptr, dst.astype(np.int32), w.astype(np.float32))
+
+
+def _token_ids(specs: Sequence[TaskSpec] | TaskTable) -> tuple[np.ndarray, np.ndarray]:
+    """(task index, 31-bit token hash) for every tool / state key / verifier a task names; a task
+    naming none gets one shared ``<none>`` token (tasks with no tools at all are alike in that)."""
+    t = as_task_table(specs)
+    n = len(t)
+    indptr, kind, code = t.token_lists(("tools", "state_keys", "verifier"))
+    empty = t.vocab.index("") if "" in t.vocab else -1  # the code of "no verifier"
+    keep = (kind != 2) | (code != empty)
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))[keep]
+    kind, code = kind[keep], code[keep]
+    toks = np.empty(code.shape[0], np.int64)
+    for k, prefix in enumerate(("t:", "s:", "v:")):
+        sel = kind == k
+        toks[sel] = hashed_codes(t.vocab, code[sel], prefix).astype(np.int64) & 0x7FFFFFFF
+    bare = np.flatnonzero(np.bincount(rows, minlength=n) == 0)
+    if bare.size:
+        rows = np.concatenate([rows, bare])
+        toks = np.concatenate([toks, np.full(bare.size, zlib.crc32(b"<none>") & 0x7FFFFFFF, np.int64)])
+    return rows, toks
+
+
+_CHUNK = 1 << 20  # rows per block of hashing or weighing: bounds temporaries whatever N
 
 
 def minhash(rows: np.ndarray, toks: np.ndarray, n: int, num_hashes: int, seed: int = 0) -> np.ndarray:
@@ -131,75 +175,167 @@ def minhash(rows: np.ndarray, toks: np.ndarray, n: int, num_hashes: int, seed: i
     rng = np.random.default_rng(seed)
     a = torch.from_numpy(rng.integers(1, _PRIME, num_hashes))
     b = torch.from_numpy(rng.integers(0, _PRIME, num_hashes))
-    t = torch.from_numpy(toks)[:, None]
-    hv = (t * a[None, :] + b[None, :]) % _PRIME  # [T, H]
     out = torch.full((n, num_hashes), _PRIME, dtype=torch.int64)
-    out.scatter_reduce_(0, torch.from_numpy(rows)[:, None].expand_as(hv), hv, reduce="amin")
+    for lo in range(0, toks.shape[0], _CHUNK):  # a minimum is order-free: blocks give the same result
+        t = torch.from_numpy(toks[lo : lo + _CHUNK])[:, None]
+        hv = (t * a[None, :] + b[None, :]) % _PRIME  # [T, H]
+        out.scatter_reduce_(0, torch.from_numpy(rows[lo : lo + _CHUNK])[:, None].expand_as(hv), hv, reduce="amin")
     return out.numpy()
 
 
-def lsh_candidates(
-    signatures: np.ndarray, groups: np.ndarray, bands: int, window: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate pairs: tasks of one group whose signature agrees on a whole band.
+def lsh_bands(
+    signatures: np.ndarray, groups: np.ndarray, bands: int, window: int, rng: np.random.Generator,
+    unit_patterns: np.ndarray | None = None,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Candidate pairs with their weights (`weigh_pairs`), one band at a time: tasks of one group
+    whose signature agrees on a whole band.
 
     Within a band bucket, tasks are put in a random order and each is paired with the next
-    `window`, which keeps the pair count O(N * bands * window) even for huge identical buckets.
+    `window`, which keeps the pair count O(N * window) per band even for huge identical buckets.
+    The signatures are laid out in that order once per band, so weighing a pair reads two rows
+    `off` apart instead of two random rows (at 1M tasks, the difference between cache hits and
+    misses on every pair).
     """
     n, h = signatures.shape
     rows = max(1, h // bands)
-    src_all, dst_all = [], []
     for b in range(bands):
         band = signatures[:, b * rows : (b + 1) * rows]
         bucket = (band * np.arange(1, rows + 1, dtype=np.int64)[None, :] * 1_000_003).sum(1) % _PRIME
-        order = np.lexsort((rng.random(n), bucket, groups))
+        order = np.lexsort((rng.random(n), bucket, groups)).astype(np.int32)
         sb, sg = bucket[order], groups[order]
+        sig = signatures[order]
+        unit = None if unit_patterns is None else unit_patterns[order]
+        src, dst, w = [], [], []
         for off in range(1, window + 1):
-            same = (sb[off:] == sb[:-off]) & (sg[off:] == sg[:-off])
-            src_all.append(order[:-off][same])
-            dst_all.append(order[off:][same])
-    if not src_all:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(src_all), np.concatenate(dst_all)
+            at = np.flatnonzero((sb[off:] == sb[:-off]) & (sg[off:] == sg[:-off]))
+            src.append(order[at])
+            dst.append(order[at + off])
+            w.append(weigh_pairs(sig, at, at + off, unit))
+        yield np.concatenate(src), np.concatenate(dst), np.concatenate(w)
 
 
-def top_k_per_node(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray, k: int) -> SparseSimilarity:
-    """Keep each node's k strongest candidate edges (both directions count), then symmetrise."""
-    # one entry per unordered pair (bands and tables repeat pairs), with its largest weight
-    lo, hi = np.minimum(src, dst).astype(np.int64), np.maximum(src, dst).astype(np.int64)
-    keep = lo != hi
-    key, w = max_per_key(lo[keep] * n + hi[keep], np.clip(np.asarray(w, dtype=np.float64)[keep], 0.0, 1.0))
-    s2, d2 = np.concatenate([key // n, key % n]), np.concatenate([key % n, key // n])
-    w2 = np.concatenate([w, w])
-    # strongest first within each source: one int64 sort on (source, 32-bit quantised 1 - w)
-    rank_key = (s2 << 32) | np.round((1.0 - w2) * 0xFFFFFFFF).astype(np.int64)
-    order = np.argsort(rank_key)
-    s2, d2, w2 = s2[order], d2[order], w2[order]
-    starts = np.searchsorted(s2, np.arange(n))
-    rank = np.arange(s2.shape[0]) - starts[s2]
-    keep = rank < k
-    return SparseSimilarity.from_edges(n, s2[keep], d2[keep], w2[keep])
+_BITS = 24  # task index bits in a packed sort key: graphs of up to 16.7M tasks
+_MASK = np.uint64((1 << _BITS) - 1)
+_ODD1 = 0x9E3779  # an odd multiplier: invertible modulo 2^24
+_INV1 = pow(_ODD1, -1, 1 << _BITS)
+
+
+def _source_key(s: np.ndarray) -> np.ndarray:
+    return (s * np.uint64(0x2545F491)) & _MASK
+
+
+def _scramble(d: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """uint64: a bijection of neighbour d on [0, 2^24) keyed by its source s. Sorting by it breaks
+    ties between equally weighted neighbours pseudo-randomly, differently for every source, and
+    the same on every machine and whatever order the candidates came in."""
+    with np.errstate(over="ignore"):
+        x = d ^ _source_key(s)
+        x *= np.uint64(_ODD1)
+        x &= _MASK
+        return x
+
+
+def _unscramble(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return ((x * np.uint64(_INV1)) & _MASK) ^ _source_key(s)
+
+
+class TopK:
+    """Each node's k strongest neighbours over candidate pairs that arrive in batches.
+
+    The k best of a union are the k best of (the k best so far, plus the new ones), so batches
+    are folded in as they come and memory stays O(N k + batch), never O(all candidates). Every
+    (source, neighbour) is one uint64 key: source, then 1 - weight quantised to 16 bits, then the
+    neighbour scrambled per source (`_scramble`); one value sort orders each node's candidates
+    strongest first with pseudo-random tie-breaks, and a pair seen twice lies next to itself. The
+    kept keys stay sorted in one array. Weights are recomputed exactly for the kept pairs by the
+    `weigh` given to `result` (a pair's weight is a function of the pair)."""
+
+    def __init__(self, n: int, k: int) -> None:
+        if n > 1 << _BITS:
+            raise ValueError(f"at most {1 << _BITS:,} tasks per graph, got {n:,}")
+        self.n, self.k = n, k
+        self.keys = np.zeros(0, np.uint64)  # sorted; at most k per source
+
+    def add(self, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> None:
+        """Fold in undirected candidate pairs (src[i], dst[i]) with weights w[i] in [0, 1]."""
+        keep = src != dst
+        src, dst = src[keep].astype(np.uint64), dst[keep].astype(np.uint64)
+        q = np.clip(w[keep], 0.0, 1.0).astype(np.float64)
+        np.subtract(1.0, q, out=q)
+        q *= 0xFFFF
+        q = np.rint(q).astype(np.uint64)  # strongest first
+        q <<= np.uint64(24)
+        m, p = self.keys.shape[0], src.shape[0]
+        key = np.empty(m + 2 * p, np.uint64)
+        key[:m] = self.keys
+        for a, b, part in ((src, dst, key[m : m + p]), (dst, src, key[m + p :])):
+            np.left_shift(a, np.uint64(40), out=part)
+            part |= q
+            part |= _scramble(b, a)
+        del src, dst, q, keep
+        key.sort()
+        if key.size:
+            key = key[np.r_[True, key[1:] != key[:-1]]]  # a repeated pair is one candidate
+        runs = np.searchsorted(key >> np.uint64(40), np.arange(self.n + 1, dtype=np.uint64))  # [N+1] source runs
+        kept = np.minimum(np.diff(runs), self.k)  # the first k of each source's run
+        first = np.repeat(runs[:-1] - np.concatenate([[0], np.cumsum(kept)[:-1]]), kept)
+        self.keys = key[first + np.arange(first.shape[0])]
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(source, neighbour) int64 of every kept entry."""
+        s = self.keys >> np.uint64(40)
+        return s.astype(np.int64), _unscramble(self.keys & _MASK, s).astype(np.int64)
+
+    def result(self, weigh) -> SparseSimilarity:
+        """The kept neighbours, symmetrised (a pair kept by either end is an edge of both), weighted
+        by ``weigh(src, dst) -> float32[P]`` for each distinct pair."""
+        s, d = self.pairs()
+        pair = (np.minimum(s, d).astype(np.uint64) << np.uint64(_BITS)) | np.maximum(s, d).astype(np.uint64)
+        del s, d
+        pair.sort()
+        pair = pair[np.r_[True, pair[1:] != pair[:-1]]] if pair.size else pair
+        lo, hi = (pair >> np.uint64(_BITS)).astype(np.int64), (pair & _MASK).astype(np.int64)
+        del pair
+        return SparseSimilarity.from_pairs(self.n, lo, hi, np.asarray(weigh(lo, hi), dtype=np.float32))
+
+
+def weigh_pairs(sig: np.ndarray, src: np.ndarray, dst: np.ndarray, unit_patterns: np.ndarray | None) -> np.ndarray:
+    """float32[P]: MinHash agreement of each pair, times (1 + cos) / 2 of their patterns, in blocks."""
+    out = np.empty(src.shape[0], np.float32)
+    chunk = 1 << 16  # rows of the signature gathered at once: small enough to stay in cache
+    for a in range(0, src.shape[0], chunk):
+        s, d = src[a : a + chunk], dst[a : a + chunk]
+        w = (np.count_nonzero(sig[s] == sig[d], axis=1) / sig.shape[1]).astype(np.float32)
+        if unit_patterns is not None:
+            w = w * (1.0 + (unit_patterns[s] * unit_patterns[d]).sum(1)) / 2.0
+        out[a : a + chunk] = w
+    return out
 
 
 def task_similarity(
-    specs: Sequence[TaskSpec], k: int = 10, num_hashes: int = 16, bands: int = 8, seed: int = 0,
+    specs: Sequence[TaskSpec] | TaskTable, k: int = 10, num_hashes: int = 16, bands: int = 8, seed: int = 0,
     patterns: np.ndarray | None = None,
 ) -> SparseSimilarity:
     """Intra-environment kNN graph weighted by (MinHash-estimated) Jaccard overlap of what tasks touch.
 
     With `patterns` (float[N, D] execution-pattern vectors), a candidate's weight is scaled by
     ``(1 + cos) / 2`` of the two patterns, so among tasks with the same tools the k kept neighbours
-    are those solved the same way (instances of one template before look-alikes).
+    are those solved the same way (instances of one template before look-alikes). Candidates are
+    folded into each task's running top k band by band, so memory stays O(N k).
     """
-    n = len(specs)
-    rows, toks = _token_ids(specs)
-    sig = minhash(rows, toks, n, num_hashes, seed)
-    env_index: dict[str, int] = {}
-    groups = np.fromiter((env_index.setdefault(s.env, len(env_index)) for s in specs), dtype=np.int64, count=n)
-    src, dst = lsh_candidates(sig, groups, bands, window=max(2, k // 2), rng=np.random.default_rng(seed))
-    w = (sig[src] == sig[dst]).mean(1).astype(np.float32)
+    table = as_task_table(specs)
+    n = len(table)
+    rows, toks = _token_ids(table)
+    sig = minhash(rows, toks, n, num_hashes, seed).astype(np.int32)  # hashes are < 2^31: half the memory
+    del rows, toks
+    groups = table.env_ids.astype(np.int64)
+    unit = None
     if patterns is not None:
-        v = patterns / np.maximum(np.linalg.norm(patterns, axis=1, keepdims=True), 1e-6)
-        w = w * (1.0 + (v[src] * v[dst]).sum(1)) / 2.0
-    keep = w > 0
-    return top_k_per_node(n, src[keep], dst[keep], w[keep], k)
+        unit = patterns / np.maximum(np.linalg.norm(patterns, axis=1, keepdims=True), 1e-6)
+    top = TopK(n, k)
+    for src, dst, w in lsh_bands(sig, groups, bands, window=max(2, k // 2), rng=np.random.default_rng(seed),
+                                 unit_patterns=unit):  # fmt: skip
+        keep = w > 0
+        top.add(src[keep], dst[keep], w[keep])
+    return top.result(lambda a, b: weigh_pairs(sig, a, b, unit))

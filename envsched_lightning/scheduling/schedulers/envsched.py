@@ -21,7 +21,7 @@ import torch
 from ..constraints import EnvQuota, SimilarityPenalty
 from ..features import HISTORY_DIM, STATIC_DIM, history_features
 from ..graph import INTRA, TaskGraph
-from ..predictor import OnlineGNN, VariancePredictor
+from ..heap import retained_heap
 from ..progress import ProgressTracker
 from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..additive import AdditiveModel
@@ -29,7 +29,7 @@ from ..base import Scheduler
 from ..calibration import OutcomeCalibration
 from ..checks import check_bool, check_number
 from ..registry import register_scheduler
-from ..similarity import SparseSimilarity
+from ..similarity import SimilarityUnion, SparseSimilarity
 from ..types import group_stats
 
 
@@ -110,8 +110,12 @@ class EnvSchedScheduler(Scheduler):
         # any run of this task pool resumes onto an identical graph
         self.graph = TaskGraph(self.specs, self.env_ids, k_intra=k_intra, k_cross=k_cross if cross_edges else 0,
                                seed=graph_seed)
-        self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM + 1, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps,
-                             full_graph_max=gnn_full_graph_max) if use_gnn else None
+        self.gnn = None
+        if use_gnn:  # PyG (about 180 MB of imports) is loaded only by a scheduler that uses the GNN
+            from ..predictor import OnlineGNN
+
+            self.gnn = OnlineGNN(STATIC_DIM + HISTORY_DIM + 1, seed=seed, hidden=gnn_hidden, train_steps=gnn_train_steps,
+                                 full_graph_max=gnn_full_graph_max)  # fmt: skip
         self._cache: dict[str, tuple[tuple[int, int], np.ndarray]] = {}
         self.gnn_refresh_period = gnn_refresh_period
         self.calibration = OutcomeCalibration() if calibrate else None
@@ -150,19 +154,23 @@ class EnvSchedScheduler(Scheduler):
 
     # -- graph plumbing ----------------------------------------------------------------------
     def _rebuild_edges(self) -> None:
-        data = self.data = self.graph.to_data()  # without cross edges the cross relation is simply empty
+        with retained_heap(self.num_tasks):  # full propagation passes over every edge: see heap.py
+            self._rebuild_edges_now()
+
+    def _rebuild_edges_now(self) -> None:
         adj = RowNormalizedGraph(self.graph, self.cross_weight)
         self.ppr = IncrementalPPR(adj, self.ppr_alpha, self.ppr_iters)
         h = self.history
         self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)
-        self._similarity = self.graph.combined_similarity()
-        if self.gnn is not None:
+        self._similarity = self.graph.similarity_view()
+        if self.gnn is not None:  # the PyG view (int64 edge index, edge types) only where the GNN reads it
+            data = self.graph.to_data()  # without cross edges the cross relation is simply empty
             self.gnn.set_graph(data.edge_index, data.edge_weight, data.edge_type, self.num_tasks)
         self._cache.clear()
         if self.penalty is not None:
             self.penalty.similarity = self._similarity
 
-    def _similarity_source(self) -> SparseSimilarity:
+    def _similarity_source(self) -> SparseSimilarity | SimilarityUnion:
         return self._similarity
 
     def _inputs(self) -> torch.Tensor:
@@ -199,15 +207,18 @@ class EnvSchedScheduler(Scheduler):
         w = self.relation_weights()
         cands = self._candidates()
         ppr = sum(w[r] * cands[i] for i, r in enumerate(self.relations) if w[r] > 0).astype(np.float32)
-        return self._with_own_outcome(ppr, slice(None))
+        return self._with_own_outcome(ppr)
 
-    def _with_own_outcome(self, ppr: np.ndarray, nodes) -> np.ndarray:
+    def _with_own_outcome(self, ppr: np.ndarray) -> np.ndarray:
         """For tried tasks, blend the propagated value with the calibrated own last outcome."""
         if self.calibration is None:
             return ppr
         h = self.history
-        own = self.calibration.lookup(h.last_mean[nodes], h.last_std[nodes], ppr)
-        return np.where(h.observed[nodes], self.own_weight * own + (1 - self.own_weight) * ppr, ppr).astype(np.float32)
+        tried = np.flatnonzero(h.observed)  # only tried tasks have an own outcome: O(tried), not O(N)
+        out = np.array(ppr, dtype=np.float32, copy=True)
+        own = self.calibration.lookup(h.last_mean[tried], h.last_std[tried], ppr[tried])
+        out[tried] = self.own_weight * own + (1 - self.own_weight) * ppr[tried]
+        return out
 
     def _candidates(self) -> np.ndarray:
         """float32[R, N]: the propagated value with each relation set of `self.relations`: "none"
@@ -253,6 +264,8 @@ class EnvSchedScheduler(Scheduler):
         start = (self.history.step % period) * chunk
         nodes = np.unique(np.concatenate([self._last_nodes, np.arange(start, min(n, start + chunk))]))
         self._gnn_correction[nodes] = self.gnn.predict_correction(x, torch.from_numpy(nodes)).numpy()
+        from ..predictor import VariancePredictor
+
         return torch.sigmoid(VariancePredictor.base_logit(x[:, -1]) + torch.from_numpy(self._gnn_correction)).numpy()
 
     def gnn_trust(self) -> float:
