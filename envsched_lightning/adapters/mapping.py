@@ -13,6 +13,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from envsched_lightning.scheduling.task_table import TaskTable
 from envsched_lightning.scheduling import RolloutGroup, TaskSpec
 
 TaskKey = tuple[str, str]
@@ -35,8 +36,9 @@ def _show(key: TaskKey) -> str:
 class TaskIndex:
     """Scheduler index <-> ``(env, task_id)`` for one scheduler's task pool."""
 
-    def __init__(self, specs: Sequence[TaskSpec]) -> None:
-        self.keys: tuple[TaskKey, ...] = tuple((s.env, s.task_id) for s in specs)
+    def __init__(self, specs: Sequence[TaskSpec] | TaskTable) -> None:
+        pairs = specs.key_pairs() if isinstance(specs, TaskTable) else ((s.env, s.task_id) for s in specs)
+        self.keys: tuple[TaskKey, ...] = tuple(pairs)
         self._index = {k: i for i, k in enumerate(self.keys)}
         if len(self._index) != len(self.keys):
             raise ValueError("the scheduler's task pool holds the same (env, task_id) twice")
@@ -173,8 +175,9 @@ def spec_record(spec: TaskSpec) -> dict[str, Any]:
             "verifier": spec.verifier, "features": dict(spec.features), "reward_type": spec.reward_type}  # fmt: skip
 
 
-def spec_from_record(env: str, task_id: str, record: Mapping[str, Any] | None = None) -> TaskSpec:
-    """The `TaskSpec` a data row describes; fields it lacks keep `TaskSpec`'s defaults.
+def spec_fields(env: str, task_id: str, record: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The fields of the `TaskSpec` a data row describes (`TaskTable.from_rows` takes them); fields
+    it lacks keep `TaskSpec`'s defaults.
 
     Parquet may store an absent feature as None (struct columns get the union of keys); those are dropped.
     """
@@ -185,4 +188,6 @@ def spec_from_record(env: str, task_id: str, record: Mapping[str, Any] | None = 
     for name in ("tools", "state_keys"):
         if name in fields:
             fields[name] = tuple(fields[name])
-    return TaskSpec(*_key(env, task_id), **fields)
+    env, task_id = _key(env, task_id)
+    return {"env": env, "task_id": task_id, **fields}
+

@@ -18,7 +18,10 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from envsched_lightning.scheduling import TaskSpec
+from envsched_lightning.scheduling.task_table import TaskTable
 
 _DEFAULTS = {"tools": "tools", "state_keys": "state_keys", "verifier": "verifier", "reward_type": "reward_type"}
 
@@ -66,8 +69,10 @@ def _number(value: Any, column: str, pos: int) -> float | None:
 def specs_from_rows(rows: Any, *, env: str = "env", task_id: str = "task_id", tools: str | None = "tools",
                     state_keys: str | None = "state_keys", verifier: str | None = "verifier",
                     reward_type: str | None = "reward_type", features: Sequence[str] | Mapping[str, str] = (),
-                    warn: bool = True) -> list[TaskSpec]:  # fmt: skip
-    """One `TaskSpec` per row of `rows` (a `datasets.Dataset`, a dict of columns, or row dicts).
+                    warn: bool = True) -> TaskTable:  # fmt: skip
+    """One task per row of `rows` (a `datasets.Dataset`, a dict of columns, or row dicts), as a
+    `TaskTable`: the specs as columns, a `Sequence[TaskSpec]` whose items are built on demand, so
+    a million-row dataset never becomes a million objects.
 
     Each argument names the column a field comes from; None skips it. ``tools``: tool names or
     tool schemas (see `tool_names`); ``state_keys``: names of the state a task reads or writes;
@@ -89,9 +94,9 @@ def specs_from_rows(rows: Any, *, env: str = "env", task_id: str = "task_id", to
     envs, ids = column(env), column(task_id)
     data = {f: column(c) for f, c in fields.items()}
     feat_data = {f: column(c) for f, c in feats.items()}
-    specs = []
-    for pos, (e, t) in enumerate(zip(envs, ids, strict=True)):
-        kw: dict[str, Any] = {}
+
+    def row(pos: int, e: Any, t: Any) -> dict[str, Any]:
+        kw: dict[str, Any] = {"env": str(e), "task_id": str(t)}
         if "tools" in data:
             kw["tools"] = tool_names(data["tools"][pos])
         if "state_keys" in data and data["state_keys"][pos] is not None:
@@ -102,7 +107,9 @@ def specs_from_rows(rows: Any, *, env: str = "env", task_id: str = "task_id", to
                 kw[f] = str(data[f][pos])
         values = {f: _number(v[pos], feats[f], pos) for f, v in feat_data.items()}
         kw["features"] = {f: v for f, v in values.items() if v is not None}
-        specs.append(TaskSpec(str(e), str(t), **kw))
+        return kw
+
+    specs = TaskTable.from_rows(row(pos, e, t) for pos, (e, t) in enumerate(zip(envs, ids, strict=True)))
     if warn:
         warn_if_unstructured(specs)
     return specs
@@ -113,10 +120,12 @@ def _signature(spec: TaskSpec) -> tuple:
             tuple(sorted(spec.features.items())), spec.reward_type)  # fmt: skip
 
 
-def unstructured_envs(specs: Sequence[TaskSpec]) -> list[str]:
+def unstructured_envs(specs: Sequence[TaskSpec] | TaskTable) -> list[str]:
     """The environments of two or more tasks whose specs are all alike (same tools, state keys,
     verifier, features and reward type): envsched can tell their untried tasks apart only by
     environment."""
+    if isinstance(specs, TaskTable):
+        return _unstructured_table(specs)
     first: dict[str, tuple] = {}
     size: dict[str, int] = {}
     varied: set[str] = set()
@@ -130,17 +139,56 @@ def unstructured_envs(specs: Sequence[TaskSpec]) -> list[str]:
     return [e for e in first if e not in varied and size[e] > 1]
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser: uint64 -> well-spread uint64 (wrapping)."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _unstructured_table(t: TaskTable) -> list[str]:
+    """`unstructured_envs` from the columns: each task's signature is a 64-bit hash of its sets of
+    tools and state keys, verifier, features and reward type (sums of element hashes, so order and
+    repeats within a set do not count), compared within each environment in one pass."""
+    n = len(t)
+    sig = np.zeros(n, np.uint64)
+    with np.errstate(over="ignore"):
+        for salt, (ptr, codes) in enumerate((t.tools, t.state_keys), 1):
+            rows = np.repeat(np.arange(n, dtype=np.uint64), np.diff(ptr))
+            pairs = np.unique((rows << np.uint64(32)) | codes.astype(np.uint64))  # a set: repeats once
+            np.add.at(sig, pairs >> np.uint64(32), _mix((pairs & np.uint64(0xFFFFFFFF)) + np.uint64(salt << 40)))
+        fptr, fname, fvalue = t.features
+        frows = np.repeat(np.arange(n), np.diff(fptr))
+        np.add.at(sig, frows, _mix(_mix(fname.astype(np.uint64) + np.uint64(3 << 40)) ^ fvalue.view(np.uint64)))
+        sig += _mix(t.verifier.astype(np.uint64) + np.uint64(4 << 40)) + _mix(t.reward_type.astype(np.uint64) + np.uint64(5 << 40))
+    env = t.env_ids.astype(np.int64)
+    size = np.bincount(env, minlength=len(t.env_names))
+    first = np.zeros(len(t.env_names), np.uint64)
+    present, at = np.unique(env, return_index=True)
+    first[present] = sig[at]  # each environment's first task's signature
+    varied = np.bincount(env, weights=(sig != first[env]), minlength=len(t.env_names)) > 0
+    return [e for k, e in enumerate(t.env_names) if size[k] > 1 and not varied[k]]
+
+
 _WARNED: weakref.WeakValueDictionary[int, TaskSpec] = weakref.WeakValueDictionary()  # id -> spec already warned of
+_WARNED_TABLES: weakref.WeakValueDictionary[int, TaskTable] = weakref.WeakValueDictionary()
 
 
-def warn_if_unstructured(specs: Sequence[TaskSpec]) -> list[str]:
-    """Warn (`UserWarning`) when environments' tasks all look alike; returns them. The same spec objects
-    are warned about once: `specs_from_rows` checks them and a trainer given them does not say it again."""
+def warn_if_unstructured(specs: Sequence[TaskSpec] | TaskTable) -> list[str]:
+    """Warn (`UserWarning`) when environments' tasks all look alike; returns them. The same specs (spec
+    objects, or one `TaskTable`) are warned about once: `specs_from_rows` checks them and a trainer
+    given them does not say it again."""
     alike = unstructured_envs(specs)
-    seen = bool(specs) and all(_WARNED.get(id(s)) is s for s in specs)
-    _WARNED.update({id(s): s for s in specs})
+    if isinstance(specs, TaskTable):
+        seen = _WARNED_TABLES.get(id(specs)) is specs
+        _WARNED_TABLES[id(specs)] = specs
+    else:
+        seen = bool(specs) and all(_WARNED.get(id(s)) is s for s in specs)
+        _WARNED.update({id(s): s for s in specs})
     if alike and not seen:
-        envs = {s.env for s in specs}
+        envs = specs.env_names if isinstance(specs, TaskTable) else {s.env for s in specs}
         which = "every environment" if len(alike) == len(envs) else f"{len(alike)} of {len(envs)} environments"
         shown = ", ".join(alike[:5]) + (", ..." if len(alike) > 5 else "")
         warnings.warn(

@@ -36,7 +36,9 @@ from torch.utils.data import Sampler
 from envsched_lightning.checkpoints import from_safe, read_state, to_safe, write_state
 from envsched_lightning.scheduling import Scheduler, TaskSpec, build_scheduler
 
-from .mapping import RewardRange, TaskIndex, TaskKey, group_rewards, spec_from_record, unique_rows
+from envsched_lightning.scheduling.task_table import TaskTable
+
+from .mapping import RewardRange, TaskIndex, TaskKey, group_rewards, spec_fields, unique_rows
 from .metrics import scheduler_metrics
 
 try:  # verl with the curriculum hook (it checks isinstance against this)
@@ -68,10 +70,12 @@ def row_key(data_source: Any, extra_info: Mapping[str, Any] | None) -> TaskKey:
                      "tasks are identified by ids, never by row position")  # fmt: skip
 
 
-def dataset_rows(data_source: Sized) -> tuple[list[TaskKey], list[TaskSpec]]:
-    """Each row's key, and one `TaskSpec` per row (fields from ``extra_info``, see `spec_from_record`).
+def dataset_rows(data_source: Sized) -> tuple[list[TaskKey], TaskTable]:
+    """Each row's key, and the rows' specs as one `TaskTable` (fields from ``extra_info``, see
+    `spec_fields`).
 
-    Reads `RLHFDataset.dataframe` column-wise when there is one, so no row is tokenised here.
+    Reads `RLHFDataset.dataframe` column-wise when there is one, so no row is tokenised here, and
+    streams the specs into columns: a million rows never become a million `TaskSpec` objects.
     """
     frame = getattr(data_source, "dataframe", None)
     if frame is not None:
@@ -81,7 +85,7 @@ def dataset_rows(data_source: Sized) -> tuple[list[TaskKey], list[TaskSpec]]:
         sources, infos = [r.get("data_source") for r in rows], [r.get("extra_info") for r in rows]
     keys = [row_key(s, i) for s, i in zip(sources, infos, strict=True)]
     unique_rows(keys)  # a task on two rows raises here, naming the rows
-    specs = [spec_from_record(env, task_id, info) for (env, task_id), info in zip(keys, infos, strict=True)]
+    specs = TaskTable.from_rows(spec_fields(env, task_id, info) for (env, task_id), info in zip(keys, infos, strict=True))
     return keys, specs
 
 

@@ -254,6 +254,12 @@ class TaskTable(Sequence[TaskSpec]):
     def key(self, i: int) -> str:
         return self.keys[self.key_starts[i] : self.key_starts[i + 1] - 1].decode()
 
+    def key_pairs(self) -> list[tuple[str, str]]:
+        """Every task's ``(env, task_id)``, decoded from the key buffer in one pass."""
+        keys = self.keys.decode().split("\0")[:-1]
+        names = [self.env_names[e] for e in self.env_ids.tolist()]
+        return [(env, key[len(env) + 1 :]) for env, key in zip(names, keys)]
+
     def task_id(self, i: int) -> str:
         """Task i's id, read from its key without building its `TaskSpec`."""
         return self.key(i)[len(self.env_names[self.env_ids[i]]) + 1 :]
