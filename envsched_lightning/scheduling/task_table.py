@@ -293,20 +293,24 @@ class TaskTable(Sequence[TaskSpec]):
         return len(self.keys) + sum(a.nbytes for a in arrays)
 
     def _check_unique(self) -> None:
-        """Refuse a repeated ``env/task_id``: hash every key in one vectorised pass, then compare
-        the bytes of the (rare) keys whose hashes collide."""
+        """Refuse a repeated ``env/task_id``: hash every key in vectorised passes over blocks of
+        tasks (temporaries stay small), then compare the bytes of the (rare) keys whose hashes collide."""
         n = len(self)
         if n < 2:
             return
-        buf = np.frombuffer(self.keys, dtype=np.uint8).astype(np.uint64)
-        starts = self.key_starts[:-1]
         lengths = np.diff(self.key_starts)
-        pos = np.arange(buf.shape[0]) - np.repeat(starts, lengths)  # position inside its key
-        mult = np.uint64(0x100000001B3)
-        powers = np.cumprod(np.full(int(lengths.max()), mult, dtype=np.uint64))  # mult^(pos+1), wrapping
+        powers = np.cumprod(np.full(int(lengths.max()), 0x100000001B3, dtype=np.uint64))  # wrapping
+        h = np.empty(n, np.uint64)
+        block = 1 << 16
         with np.errstate(over="ignore"):
-            h = np.add.reduceat(buf * powers[pos] + np.uint64(0x9E3779B97F4A7C15) * (pos.astype(np.uint64) + np.uint64(1)),
-                                starts)  # fmt: skip
+            for a in range(0, n, block):
+                b = min(n, a + block)
+                lo, hi = int(self.key_starts[a]), int(self.key_starts[b])
+                buf = np.frombuffer(self.keys, dtype=np.uint8, count=hi - lo, offset=lo).astype(np.uint64)
+                starts = self.key_starts[a:b] - lo
+                pos = np.arange(hi - lo) - np.repeat(starts, lengths[a:b])  # position inside its key
+                mixed = buf * powers[pos] + np.uint64(0x9E3779B97F4A7C15) * (pos.astype(np.uint64) + np.uint64(1))
+                h[a:b] = np.add.reduceat(mixed, starts)
         order = np.argsort(h, kind="stable")
         same = np.flatnonzero(h[order][1:] == h[order][:-1])
         for j in same.tolist():

@@ -423,6 +423,10 @@ class EnvSchedScheduler(Scheduler):
         }
 
     def _load_extra_state(self, state: dict) -> None:
+        with retained_heap(self.num_tasks):  # full propagation passes: see heap.py
+            self._load_extra_state_now(state)
+
+    def _load_extra_state_now(self, state: dict) -> None:
         self.err, self.evaluated = dict(state["err"]), int(state["evaluated"])
         self.gate_err.update({r: float(v) for r, v in state.get("gate_err", {}).items() if r in self.gate_err})
         self.first_seen = np.asarray(state["first_seen"], dtype=np.float64).reshape(2, self.num_envs).copy()
