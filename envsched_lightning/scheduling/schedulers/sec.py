@@ -46,11 +46,10 @@ class SECScheduler(Scheduler):
             take[e] += 1
             remaining[e] -= 1
         within = self.rng.random(self.num_tasks)  # uniform order inside each env
-        order = np.lexsort((within, self.env_ids))
-        pos_in_env = np.empty(self.num_tasks, dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(self.env_sizes)[:-1]])
-        pos_in_env[order] = np.arange(self.num_tasks) - starts[self.env_ids[order]]
-        chosen = pos_in_env < take[self.env_ids]
+        chosen = np.zeros(self.num_tasks, dtype=bool)
+        for e in np.flatnonzero(take).tolist():  # each env's `take` first tasks in that order: O(N), no sort
+            members, k = self.env_members[e], int(take[e])
+            chosen[members if k >= members.shape[0] else members[np.argpartition(within[members], k - 1)[:k]]] = True
         priority = np.where(chosen, 1.0 + within, within)
         return {"priority": priority, "env_q": self.q[self.env_ids]}
 
