@@ -334,12 +334,8 @@ def task_similarity(
     if patterns is not None:
         unit = patterns / np.maximum(np.linalg.norm(patterns, axis=1, keepdims=True), 1e-6)
     top = TopK(n, k)
-    pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for b, (src, dst, w) in enumerate(lsh_bands(sig, groups, bands, window=max(2, k // 2),
-                                                rng=np.random.default_rng(seed), unit_patterns=unit)):  # fmt: skip
+    for src, dst, w in lsh_bands(sig, groups, bands, window=max(2, k // 2), rng=np.random.default_rng(seed),
+                                 unit_patterns=unit):  # fmt: skip
         keep = w > 0
-        pending.append((src[keep], dst[keep], w[keep]))
-        if len(pending) == 2 or b == bands - 1:  # two bands per fold: half the passes over the kept keys
-            top.add(*(np.concatenate(part) for part in zip(*pending)))
-            pending = []
+        top.add(src[keep], dst[keep], w[keep])
     return top.result(lambda a, b: weigh_pairs(sig, a, b, unit))
