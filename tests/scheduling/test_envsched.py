@@ -327,3 +327,19 @@ def test_a_history_with_nan_is_refused_at_load_and_nothing_changes():
     with pytest.raises(ValueError, match="history.ema_std: 1 non-finite"):
         fresh.load_state_dict(state)
     assert fresh.history.step == 0 and np.isfinite(fresh.history.ema_std).all()
+
+
+def test_a_checkpoint_keeps_the_propagated_sums_and_one_written_without_them_still_loads():
+    """The incrementally updated PPR sums are saved, so a resume continues from the run's own values;
+    an older checkpoint without them recomputes them from the history."""
+    sched = build_scheduler("envsched", _two_env_pool(), seed=3)
+    _drive(sched, 5)
+    state = sched.state_dict()
+    resumed = build_scheduler("envsched", _two_env_pool(), seed=3)
+    resumed.load_state_dict(pickle.loads(pickle.dumps(state)))
+    np.testing.assert_array_equal(resumed.ppr.f, sched.ppr.f)
+    older = pickle.loads(pickle.dumps(state))
+    del older["extra"]["ppr"]
+    recomputed = build_scheduler("envsched", _two_env_pool(), seed=3)
+    recomputed.load_state_dict(older)
+    np.testing.assert_allclose(recomputed.ppr.f, sched.ppr.f, atol=1e-9)

@@ -419,6 +419,9 @@ class EnvSchedScheduler(Scheduler):
             "gnn_correction": None if self._gnn_correction is None else self._gnn_correction.copy(),
             "last_nodes": self._last_nodes.copy(),
             "progress": None if self.progress is None else self.progress.state_dict(),
+            # the propagated sums as the run has them (incrementally updated): a resume continues from
+            # these exact values instead of recomputing them over every edge
+            "ppr": [(p.s.copy(), p.f.copy()) for p in (self.ppr, self.ppr_intra) if p is not None],
             "additive": None if self.additive is None else self.additive.state_dict() | {"group_size": self.group_size},
         }
 
@@ -439,9 +442,12 @@ class EnvSchedScheduler(Scheduler):
         if self.gnn is not None:
             self.gnn.load_state_dict(state["gnn"])
         h = self.history
-        self.ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)  # PPR state is a function of history
-        if self.ppr_intra is not None:
-            self.ppr_intra.reset(2 * h.ema_std.astype(np.float64), h.observed)
+        saved = state.get("ppr")  # absent in checkpoints written before it was saved: recomputed from history
+        for k, ppr in enumerate(p for p in (self.ppr, self.ppr_intra) if p is not None):
+            if saved is not None and k < len(saved) and np.shape(saved[k][1]) == ppr.f.shape:
+                ppr.s, ppr.f = (np.asarray(a, dtype=np.float64).copy() for a in saved[k])
+            else:
+                ppr.reset(2 * h.ema_std.astype(np.float64), h.observed)  # PPR state is a function of history
         self._recompute_sibling_last()
         correction = state.get("gnn_correction")
         self._gnn_correction = None if correction is None else np.asarray(correction, dtype=np.float32).copy()
