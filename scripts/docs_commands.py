@@ -89,6 +89,8 @@ RULES = [
     Rule(r"benchmarks\.rollout_efficiency", "--seeds 1 --steps 10", "10 steps, 1 seed"),
     Rule(r"benchmarks\.prediction_quality", "--seeds 1 --checkpoints 5", "1 seed, 1 checkpoint"),
     Rule(r"benchmarks\.scheduler_scaling", "--sizes 10000 --steps 2", "10k tasks, 2 steps"),
+    Rule(r"benchmarks\.metadata_ceiling", "--worlds 1", "1 world per mechanism"),
+    Rule(r"^git worktree add \.tmp/", "", "as written (the older checkout the scaling benchmark's --before reads)"),
     Rule(r"benchmarks\.baseline_sweep", "--worlds 1 --seeds 1 --steps 10 --workers 1", "1 world, 1 seed, 10 steps"),
     Rule(r"benchmarks\.world_family --quick", "", "as written (8 worlds x 2 seeds x 60 steps)"),
     Rule(r"benchmarks\.world_family --worlds 0", "--seeds 1 --steps 20 --workers 1", "the named worlds, 1 seed, 20 steps"),
