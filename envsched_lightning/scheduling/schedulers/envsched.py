@@ -455,16 +455,17 @@ class EnvSchedScheduler(Scheduler):
             raise ValueError(f"gnn_correction has shape {self._gnn_correction.shape}, expected ({self.num_tasks},)")
         self._last_nodes = np.asarray(state.get("last_nodes", ()), dtype=np.int64).copy()
         if self.progress is not None:
-            if state.get("progress") is None:
-                raise ValueError("this scheduler tracks learning progress (progress=true) but the checkpoint has no "
-                                 "progress state (written with progress=false or before it existed): resume with "
-                                 "scheduler.progress=false")  # fmt: skip
-            self.progress.load_state_dict(state["progress"])
+            self.progress.load_state_dict(_required(state, "progress", "tracks learning progress", "progress state"))
         if self.additive is not None:
-            if state.get("additive") is None:
-                raise ValueError("this scheduler has the additive candidate (additive=true) but the checkpoint has no "
-                                 "additive model (written with additive=false or before it existed): resume with "
-                                 "scheduler.additive=false")  # fmt: skip
-            self.additive.load_state_dict(state["additive"])
-            self.group_size = int(state["additive"]["group_size"])
+            additive = _required(state, "additive", "has the additive candidate", "additive model")
+            self.additive.load_state_dict(additive)
+            self.group_size = int(additive["group_size"])
         self._cache.clear()
+
+
+def _required(state: dict, option: str, what: str, part: str) -> dict:
+    """The saved state of an option that is on now; a checkpoint written without it is refused, naming the option."""
+    if state.get(option) is None:
+        raise ValueError(f"this scheduler {what} ({option}=true) but the checkpoint has no {part} (written with "
+                         f"{option}=false or before it existed): resume with scheduler.{option}=false")
+    return state[option]
