@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .similarity import SparseSimilarity, TopK
+from .similarity import SparseSimilarity, TopK, ahead
 
 _CHUNK = 1 << 16  # rows per block when weighing candidate pairs: temporaries stay in cache
 
@@ -72,7 +72,7 @@ class CrossEnvLSH:
                     a, b = a[keep], b[keep]
                     src_all.append(order[a])
                     dst_all.append(order[b])
-                    w_all.append(self._weigh(emb_o, a, b))
+                    w_all.append(self._weigh(emb_o, a, b) if nodes is not None else self._weigh_offset(emb_o, a, off))
             yield np.concatenate(src_all), np.concatenate(dst_all), np.concatenate(w_all)
 
     @staticmethod
@@ -81,6 +81,19 @@ class CrossEnvLSH:
         for a in range(0, src.shape[0], _CHUNK):
             b = a + _CHUNK
             out[a:b] = np.einsum("ij,ij->i", emb[src[a:b]], emb[dst[a:b]])
+        return np.clip(out, 0.0, 1.0)
+
+    @staticmethod
+    def _weigh_offset(emb: np.ndarray, src: np.ndarray, off: int) -> np.ndarray:
+        """`_weigh(emb, src, src + off)` (the same values) for sorted `src`: row blocks, not gathers
+        (a full build pairs most rows with the row `off` further on)."""
+        out = np.empty(src.shape[0], np.float32)
+        for a in range(0, src.shape[0], _CHUNK):
+            rows = src[a : a + _CHUNK]
+            if rows.size == 0:
+                break
+            lo, hi = int(rows[0]), int(rows[-1]) + 1
+            out[a : a + rows.size] = np.einsum("ij,ij->i", emb[lo:hi], emb[lo + off : hi + off])[rows - lo]
         return np.clip(out, 0.0, 1.0)
 
     def build(self, vectors: np.ndarray, rng: np.random.Generator, changed: np.ndarray | None = None,
@@ -105,7 +118,7 @@ class CrossEnvLSH:
             keep = old_w > self.min_weight
             top.add(old_src[keep], old_dst[keep], old_w[keep])
             del old_src, old_dst, old_w, touched, keep
-        for src, dst, w in self._sample(emb, codes, nodes, rng):
+        for src, dst, w in ahead(self._sample(emb, codes, nodes, rng), tasks=n):
             keep = w > self.min_weight
             top.add(src[keep], dst[keep], w[keep])
         return top.result(lambda a, b: self._weigh(emb, a, b))

@@ -58,22 +58,27 @@ def static_features(specs: Sequence[TaskSpec] | TaskTable) -> np.ndarray:
     slot, sign = _slots(hashes, SET_DIM)
     scale = 1.0 / np.sqrt(np.diff(indptr).astype(np.float64))  # every task names its verifier: >= 1 token
     np.add.at(x.reshape(-1), rows * STATIC_DIM + slot, (sign * scale[rows]).astype(np.float32))
-    fptr, fname, fvalue = t.features
-    if fname.size:
-        frows = np.repeat(np.arange(n), np.diff(fptr))
-        slot, sign = _slots(hashed_codes(t.vocab, fname, "f:"), NUM_DIM)
-        value = sign * np.copysign(np.log1p(np.abs(fvalue)), fvalue)
-        np.add.at(x.reshape(-1), frows * STATIC_DIM + SET_DIM + slot, value.astype(np.float32))
-    slot, sign = _slots(hashed_codes(t.vocab, t.reward_type, "r:"), RT_DIM)
-    x[np.arange(n), SET_DIM + NUM_DIM + slot] = sign
+    x[:, SET_DIM : SET_DIM + NUM_DIM + RT_DIM] = pattern_vectors(t)
     x[:, -1] = np.log1p(np.diff(t.tools[0]).astype(np.float64)) / 3.0
     return x
 
 
 def pattern_vectors(specs: Sequence[TaskSpec] | TaskTable) -> np.ndarray:
-    """float32[N, NUM_DIM + RT_DIM]: execution pattern and reward structure, comparable across envs."""
-    x = static_features(specs)
-    return np.ascontiguousarray(x[:, SET_DIM : SET_DIM + NUM_DIM + RT_DIM])
+    """float32[N, NUM_DIM + RT_DIM]: execution pattern and reward structure, comparable across envs
+    (the middle columns of `static_features`, computed alone: the graph build needs only these)."""
+    t = as_task_table(specs)
+    n = len(t)
+    width = NUM_DIM + RT_DIM
+    x = np.zeros((n, width), dtype=np.float32)
+    fptr, fname, fvalue = t.features
+    if fname.size:
+        frows = np.repeat(np.arange(n), np.diff(fptr))
+        slot, sign = _slots(hashed_codes(t.vocab, fname, "f:"), NUM_DIM)
+        value = sign * np.copysign(np.log1p(np.abs(fvalue)), fvalue)
+        np.add.at(x.reshape(-1), frows * width + slot, value.astype(np.float32))
+    slot, sign = _slots(hashed_codes(t.vocab, t.reward_type, "r:"), RT_DIM)
+    x[np.arange(n), NUM_DIM + slot] = sign
+    return x
 
 
 def history_features(h: TaskHistory) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .cross_lsh import CrossEnvLSH
-from .features import NUM_DIM, RT_DIM, SET_DIM, static_features
+from .features import pattern_vectors, static_features
 from .heap import retained_heap
 from .history import TaskHistory
 from .similarity import SimilarityUnion, SparseSimilarity, task_similarity
@@ -40,7 +40,7 @@ class TaskGraph:
         self.specs = specs
         self._static_x: np.ndarray | None = None
         with retained_heap(self.num_nodes):  # a large build frees and reallocates big blocks: keep them (heap.py)
-            self.pattern_x = static_features(specs)[:, SET_DIM : SET_DIM + NUM_DIM + RT_DIM].copy()  # [N, NUM_DIM + RT_DIM]
+            self.pattern_x = pattern_vectors(specs)  # [N, NUM_DIM + RT_DIM]
             self.intra = task_similarity(specs, k=k_intra, seed=seed, patterns=self.pattern_x)
             self.refreshes = 0
             self._lsh = CrossEnvLSH(self.pattern_x, env_ids, k_cross)

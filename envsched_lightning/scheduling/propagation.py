@@ -125,6 +125,9 @@ class IncrementalPPR:
     def reset(self, values: np.ndarray, mask: np.ndarray) -> None:
         """Full pass, O(K E): after the graph changes."""
         self.s = np.stack([values * mask, mask.astype(np.float64)], 1)
+        if not mask.any():  # nothing observed yet (a new scheduler): f = P 0, no pass over the edges
+            self.f = np.zeros_like(self.s)
+            return
         f, term = np.zeros_like(self.s), self.s.copy()
         for c in self._coefficients():
             f += c * term

@@ -7,18 +7,21 @@ tasks of the same environment: tool names mean something only inside their envir
 
 from __future__ import annotations
 
+import queue
+import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from .features import hashed_codes
 from .task_table import TaskTable, as_task_table
 from .types import TaskSpec
 
 _PRIME = (1 << 31) - 1
+AHEAD_MIN_TASKS = 100_000  # from here a graph build makes the next band's candidates on a second thread
+PARALLEL_MIN_PAIRS = 1 << 20  # from here pairs are weighed on two threads
 
 
 def max_per_key(key: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -103,8 +106,34 @@ class SparseSimilarity:
 
     @classmethod
     def from_pairs(cls, n: int, lo: np.ndarray, hi: np.ndarray, w: np.ndarray) -> SparseSimilarity:
-        """Distinct undirected pairs (lo < hi) with their weights, stored in both directions."""
-        return _csr_from_directed(n, np.concatenate([lo, hi]), np.concatenate([hi, lo]), np.concatenate([w, w]))
+        """Distinct undirected pairs (lo < hi) with their weights, stored in both directions.
+
+        Row r lists its smaller neighbours (the pairs with hi == r) before its larger ones (lo ==
+        r), each in column order. Pairs already sorted by (lo, hi), as `TopK.result` gives them,
+        are the second half as they stand: only the first half needs a sort."""
+        lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+        w = np.asarray(w, np.float32)
+        packed = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
+        if packed.size > 1 and not (packed[1:] > packed[:-1]).all():
+            order = np.argsort(packed)
+            lo, hi, w = lo[order], hi[order], w[order]
+        del packed
+        below = np.bincount(hi, minlength=n)  # per row: neighbours with a smaller index
+        above = np.bincount(lo, minlength=n)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(below + above, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), np.int32)
+        weights = np.empty(int(indptr[-1]), np.float32)
+        rank = np.arange(lo.shape[0], dtype=np.int64)
+        # larger neighbours: runs of equal lo, in hi order, after the row's smaller ones
+        pos = indptr[:-1][lo] + below[lo] + rank - (np.cumsum(above) - above)[lo]
+        indices[pos], weights[pos] = hi, w
+        # smaller neighbours: the pairs by (hi, lo); distinct keys, so any sort gives that order
+        order = np.argsort((hi.astype(np.uint64) << np.uint64(32)) | lo.astype(np.uint64))
+        h = hi[order]
+        pos = indptr[:-1][h] + rank - (np.cumsum(below) - below)[h]
+        indices[pos], weights[pos] = lo[order], w[order]
+        return cls(indptr, indices, weights)
 
     @classmethod
     def from_edges(cls, n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> SparseSimilarity:
@@ -137,13 +166,49 @@ class SimilarityUnion:
         return max(p.pair(i, j) for p in self.parts)
 
 
-def _csr_from_directed(n: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> SparseSimilarity:
-    """CSR of distinct directed entries, rows sorted by column: one value sort of packed keys."""
-    order = np.argsort((src.astype(np.uint64) << np.uint64(32)) | dst.astype(np.uint64))  # distinct keys
-    src, dst, w = src[order], dst[order], w[order]
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return SparseSimilarity(indptr, dst.astype(np.int32), w.astype(np.float32))
+def ahead(items: Iterable, tasks: int) -> Iterator:
+    """`items`, with the next one computed on another thread while the caller works on this one.
+
+    A graph build alternates between making a band's candidate pairs and folding them into the
+    running top k; both are long numpy calls that release the GIL, so on two cores they overlap.
+    One item is made ahead (memory: one more band), in the order `items` gives them, so results
+    are the same as a plain loop. An exception in `items` is raised here. Graphs of fewer than
+    `AHEAD_MIN_TASKS` tasks (where a thread costs more than it saves) take the plain loop."""
+    if tasks < AHEAD_MIN_TASKS:
+        yield from items
+        return
+    box: queue.Queue = queue.Queue(maxsize=1)
+    done = object()
+    stop = threading.Event()
+
+    def make() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        box.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            box.put((done, None))
+        except BaseException as err:  # handed to the consumer, raised there
+            box.put((done, err))
+
+    worker = threading.Thread(target=make, name="envsched-graph-build", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, err = box.get()
+            if item is done:
+                if err is not None:
+                    raise err
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _token_ids(specs: Sequence[TaskSpec] | TaskTable) -> tuple[np.ndarray, np.ndarray]:
@@ -171,16 +236,30 @@ _CHUNK = 1 << 20  # rows per block of hashing or weighing: bounds temporaries wh
 
 
 def minhash(rows: np.ndarray, toks: np.ndarray, n: int, num_hashes: int, seed: int = 0) -> np.ndarray:
-    """int64[n, num_hashes]: the minimum of each of `num_hashes` universal hashes over a task's tokens."""
+    """int64[n, num_hashes]: the minimum of each of `num_hashes` universal hashes over a task's
+    tokens (`_PRIME` for a task without any). Tokens are grouped by task and each task's minima
+    taken over its own run (`np.minimum.reduceat`), block by block of tasks."""
     rng = np.random.default_rng(seed)
-    a = torch.from_numpy(rng.integers(1, _PRIME, num_hashes))
-    b = torch.from_numpy(rng.integers(0, _PRIME, num_hashes))
-    out = torch.full((n, num_hashes), _PRIME, dtype=torch.int64)
-    for lo in range(0, toks.shape[0], _CHUNK):  # a minimum is order-free: blocks give the same result
-        t = torch.from_numpy(toks[lo : lo + _CHUNK])[:, None]
-        hv = (t * a[None, :] + b[None, :]) % _PRIME  # [T, H]
-        out.scatter_reduce_(0, torch.from_numpy(rows[lo : lo + _CHUNK])[:, None].expand_as(hv), hv, reduce="amin")
-    return out.numpy()
+    a = rng.integers(1, _PRIME, num_hashes)
+    b = rng.integers(0, _PRIME, num_hashes)
+    rows = np.asarray(rows, np.int64)
+    if rows.size > 1 and (rows[1:] < rows[:-1]).any():
+        order = np.argsort(rows, kind="stable")
+        rows, toks = rows[order], toks[order]
+    out = np.full((n, num_hashes), _PRIME, dtype=np.int64)
+    bounds = np.searchsorted(rows, np.arange(n + 1))  # tokens of task i: bounds[i]:bounds[i + 1]
+    block = 1 << 16  # tasks per block: bounds the [tokens, hashes] temporaries whatever N
+    for t0 in range(0, n, block):
+        t1 = min(n, t0 + block)
+        lo, hi = int(bounds[t0]), int(bounds[t1])
+        if hi == lo:
+            continue
+        tasks = t0 + np.flatnonzero(bounds[t0 + 1 : t1 + 1] > bounds[t0:t1])
+        hv = toks[lo:hi, None].astype(np.int64) * a[None, :]
+        hv += b[None, :]
+        hv %= _PRIME
+        out[tasks] = np.minimum.reduceat(hv, bounds[tasks] - lo, axis=0)
+    return out
 
 
 def lsh_bands(
@@ -201,7 +280,10 @@ def lsh_bands(
     for b in range(bands):
         band = signatures[:, b * rows : (b + 1) * rows]
         bucket = (band * np.arange(1, rows + 1, dtype=np.int64)[None, :] * 1_000_003).sum(1) % _PRIME
-        order = np.lexsort((rng.random(n), bucket, groups)).astype(np.int32)
+        # by (group, bucket), ties in a random order: the order np.lexsort((random, bucket, groups))
+        # gives, in one float sort and one stable integer sort (twice as fast at 1M)
+        shuffled = np.argsort(rng.random(n))
+        order = shuffled[np.argsort((groups * _PRIME + bucket)[shuffled], kind="stable")].astype(np.int32)
         sb, sg = bucket[order], groups[order]
         sig = signatures[order]
         unit = None if unit_patterns is None else unit_patterns[order]
@@ -210,7 +292,8 @@ def lsh_bands(
             at = np.flatnonzero((sb[off:] == sb[:-off]) & (sg[off:] == sg[:-off]))
             src.append(order[at])
             dst.append(order[at + off])
-            w.append(weigh_pairs(sig, at, at + off, unit))
+            w.append(weigh_offset(sig, off, unit, at))
+        del sig, unit, sb, sg, order  # the band's layout is not needed while its pairs are folded
         yield np.concatenate(src), np.concatenate(dst), np.concatenate(w)
 
 
@@ -246,41 +329,66 @@ class TopK:
     The k best of a union are the k best of (the k best so far, plus the new ones), so batches
     are folded in as they come and memory stays O(N k + batch), never O(all candidates). Every
     (source, neighbour) is one uint64 key: source, then 1 - weight quantised to 16 bits, then the
-    neighbour scrambled per source (`_scramble`); one value sort orders each node's candidates
-    strongest first with pseudo-random tie-breaks, and a pair seen twice lies next to itself. The
-    kept keys stay sorted in one array. Weights are recomputed exactly for the kept pairs by the
-    `weigh` given to `result` (a pair's weight is a function of the pair)."""
+    neighbour scrambled per source (`_scramble`); sorted, each node's candidates come strongest
+    first with pseudo-random tie-breaks, and a pair seen twice lies next to itself. The kept keys
+    stay sorted in one array. A batch is folded in without sorting what is kept: a candidate not
+    below its source's k-th kept key can never enter (the filter drops most of them once every
+    node has k), and the rest are sorted alone and inserted. Weights are recomputed exactly for
+    the kept pairs by the `weigh` given to `result` (a pair's weight is a function of the pair)."""
 
     def __init__(self, n: int, k: int) -> None:
         if n > 1 << _BITS:
             raise ValueError(f"at most {1 << _BITS:,} tasks per graph, got {n:,}")
         self.n, self.k = n, k
         self.keys = np.zeros(0, np.uint64)  # sorted; at most k per source
+        self._count = np.zeros(n, np.int64)  # kept keys per source
 
     def add(self, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> None:
         """Fold in undirected candidate pairs (src[i], dst[i]) with weights w[i] in [0, 1]."""
+        if self.k == 0:
+            return
         keep = src != dst
         src, dst = src[keep].astype(np.uint64), dst[keep].astype(np.uint64)
         q = np.clip(w[keep], 0.0, 1.0).astype(np.float64)
+        del keep
         np.subtract(1.0, q, out=q)
         q *= 0xFFFF
         q = np.rint(q).astype(np.uint64)  # strongest first
         q <<= np.uint64(24)
-        m, p = self.keys.shape[0], src.shape[0]
-        key = np.empty(m + 2 * p, np.uint64)
-        key[:m] = self.keys
-        for a, b, part in ((src, dst, key[m : m + p]), (dst, src, key[m + p :])):
-            np.left_shift(a, np.uint64(40), out=part)
+        bound = None
+        full = self._count >= self.k
+        if full.any():  # a candidate enters a full source only below its k-th kept key
+            bound = np.full(self.n, np.iinfo(np.uint64).max, np.uint64)
+            bound[full] = self.keys[np.cumsum(self._count)[full] - 1]
+        del full
+        parts = []
+        for a, b in ((src, dst), (dst, src)):
+            part = np.left_shift(a, np.uint64(40))
             part |= q
             part |= _scramble(b, a)
-        del src, dst, q, keep
+            parts.append(part if bound is None else part[part < bound[a]])
+        del src, dst, q, bound
+        key = np.concatenate(parts)
+        del parts
         key.sort()
         if key.size:
             key = key[np.r_[True, key[1:] != key[:-1]]]  # a repeated pair is one candidate
-        runs = np.searchsorted(key >> np.uint64(40), np.arange(self.n + 1, dtype=np.uint64))  # [N+1] source runs
-        kept = np.minimum(np.diff(runs), self.k)  # the first k of each source's run
-        first = np.repeat(runs[:-1] - np.concatenate([[0], np.cumsum(kept)[:-1]]), kept)
-        self.keys = key[first + np.arange(first.shape[0])]
+        if self.keys.size and key.size:
+            at = np.searchsorted(self.keys, key)
+            fresh = (at >= self.keys.size) | (self.keys[np.minimum(at, self.keys.size - 1)] != key)
+            key, at = key[fresh], at[fresh]
+            count = self._count + np.bincount((key >> np.uint64(40)).astype(np.int64), minlength=self.n)
+            key = np.insert(self.keys, at, key)  # one sorted array, no repeats
+        elif self.keys.size:
+            return
+        else:
+            count = np.bincount((key >> np.uint64(40)).astype(np.int64), minlength=self.n)
+        kept = np.minimum(count, self.k)  # the first k of each source's run
+        if kept.sum() < key.size:
+            runs = np.concatenate([[0], np.cumsum(count)[:-1]])
+            first = np.repeat(runs - np.concatenate([[0], np.cumsum(kept)[:-1]]), kept)
+            key = key[first + np.arange(first.shape[0])]
+        self.keys, self._count = key, kept
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(source, neighbour) int64 of every kept entry."""
@@ -304,11 +412,49 @@ def weigh_pairs(sig: np.ndarray, src: np.ndarray, dst: np.ndarray, unit_patterns
     """float32[P]: MinHash agreement of each pair, times (1 + cos) / 2 of their patterns, in blocks."""
     out = np.empty(src.shape[0], np.float32)
     chunk = 1 << 16  # rows of the signature gathered at once: small enough to stay in cache
-    for a in range(0, src.shape[0], chunk):
+
+    def weigh(a: int) -> None:
         s, d = src[a : a + chunk], dst[a : a + chunk]
         w = (np.count_nonzero(sig[s] == sig[d], axis=1) / sig.shape[1]).astype(np.float32)
         if unit_patterns is not None:
             w = w * (1.0 + (unit_patterns[s] * unit_patterns[d]).sum(1)) / 2.0
+        out[a : a + chunk] = w
+
+    on_cores(weigh, range(0, src.shape[0], chunk), large=src.shape[0] >= PARALLEL_MIN_PAIRS)
+    return out
+
+
+def on_cores(fn, items: Sequence, large: bool = True, workers: int = 2) -> None:
+    """`fn(item)` for every item, on `workers` threads where `large` (numpy releases the GIL in
+    the gathers and reductions that weighing is made of); each item writes its own slice, so the
+    result does not depend on which thread ran it."""
+    if not large or len(items) < 2:
+        for item in items:
+            fn(item)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="envsched-weigh") as pool:
+        for _ in pool.map(fn, items):
+            pass
+
+
+def weigh_offset(sig: np.ndarray, off: int, unit_patterns: np.ndarray | None, at: np.ndarray) -> np.ndarray:
+    """`weigh_pairs(sig, at, at + off, unit_patterns)` (the same values), for rows `off` apart:
+    where most rows pair up, as in a band's bucket order, whole contiguous blocks are cheaper than
+    gathering them pair by pair."""
+    if at.shape[0] * 4 < sig.shape[0]:  # few pairs: gather them
+        return weigh_pairs(sig, at, at + off, unit_patterns)
+    out = np.empty(at.shape[0], np.float32)
+    chunk = 1 << 16
+    for a in range(0, at.shape[0], chunk):
+        rows = at[a : a + chunk]
+        lo, hi = int(rows[0]), int(rows[-1]) + 1  # one block of rows, then the pairs' part of it
+        eq = sig[lo + off : hi + off] == sig[lo:hi]
+        w = (np.count_nonzero(eq, axis=1) / sig.shape[1]).astype(np.float32)[rows - lo]
+        if unit_patterns is not None:
+            dot = (unit_patterns[lo + off : hi + off] * unit_patterns[lo:hi]).sum(1)[rows - lo]
+            w = w * (1.0 + dot) / 2.0
         out[a : a + chunk] = w
     return out
 
@@ -334,8 +480,9 @@ def task_similarity(
     if patterns is not None:
         unit = patterns / np.maximum(np.linalg.norm(patterns, axis=1, keepdims=True), 1e-6)
     top = TopK(n, k)
-    for src, dst, w in lsh_bands(sig, groups, bands, window=max(2, k // 2), rng=np.random.default_rng(seed),
-                                 unit_patterns=unit):  # fmt: skip
+    candidates = lsh_bands(sig, groups, bands, window=max(2, k // 2), rng=np.random.default_rng(seed),
+                           unit_patterns=unit)  # fmt: skip
+    for src, dst, w in ahead(candidates, tasks=n):
         keep = w > 0
         top.add(src[keep], dst[keep], w[keep])
     return top.result(lambda a, b: weigh_pairs(sig, a, b, unit))
