@@ -43,9 +43,9 @@ def to_safe(obj: Any, where: str = "checkpoint") -> Any:
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind in "OV" or obj.dtype.hasobject:
             raise TypeError(f"{where}: a numpy array of dtype {obj.dtype} cannot be saved without pickle")
-        raw = np.ascontiguousarray(obj).tobytes()
-        return {NUMPY_TAG: torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.zeros(0, dtype=torch.uint8),
-                "dtype": obj.dtype.str, "shape": list(obj.shape)}  # fmt: skip
+        # one copy, as raw bytes: the saved value cannot change if the array does before the write ends
+        raw = np.array(obj, order="C", copy=True).reshape(-1).view(np.uint8)
+        return {NUMPY_TAG: torch.from_numpy(raw), "dtype": obj.dtype.str, "shape": list(obj.shape)}
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, dict):
@@ -61,8 +61,10 @@ def from_safe(obj: Any) -> Any:
     """The inverse of `to_safe`: packed arrays back to numpy (numpy scalars stay Python numbers)."""
     if isinstance(obj, dict):
         if NUMPY_TAG in obj and set(obj) == {NUMPY_TAG, "dtype", "shape"}:
-            raw = obj[NUMPY_TAG].numpy().tobytes()
-            return np.frombuffer(raw, dtype=np.dtype(obj["dtype"])).reshape(obj["shape"]).copy()
+            raw, dtype = obj[NUMPY_TAG].numpy(), np.dtype(obj["dtype"])
+            if raw.size % dtype.itemsize or raw.ctypes.data % dtype.alignment:  # not viewable in place: copy
+                raw = np.frombuffer(raw.tobytes(), np.uint8)
+            return raw.view(dtype).reshape(obj["shape"])  # the loaded bytes themselves, no copy
         out = {k: from_safe(v) for k, v in obj.items()}
         return OrderedDict(out) if isinstance(obj, OrderedDict) else out
     if isinstance(obj, list):
