@@ -1,6 +1,6 @@
 """Scheduler cost at 10k, 100k and 1M tasks: select + update wall time per step and peak memory.
 
-    python -m benchmarks.scheduler_scaling [--sizes 10000 100000 1000000] [--steps 30]
+    python -m benchmarks.scheduler_scaling [--sizes 10000 100000 1000000] [--steps 30] [--before TREE] [--repeat R]
 
 Each (scheduler, N) runs in its own process so peak RSS is its own. Tasks come from templates
 (shared tools, state keys, execution pattern), about 10 intra- plus 5 cross-environment edges per
@@ -167,9 +167,23 @@ def run_worker(name: str, n: int, steps: int, batch: int, tree: Path | None = No
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def table_rows(rows: list[dict]) -> list[str]:
+def median_row(runs: list[dict]) -> dict:
+    """One row from repeated measurements of the same (code, scheduler, N): each number its median,
+    and the spread of the mean step time over the repeats."""
+    row = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, float):
+            row[key] = float(np.median([r[key] for r in runs]))
+    steps = [r["ms_per_step"] for r in runs]
+    row["ms_range"] = (min(steps), max(steps))
+    row["repeats"] = len(runs)
+    return row
+
+
+def table_rows(rows: list[dict], ranges: bool = False) -> list[str]:
     base = {(r["code"], r["N"]): r for r in rows if r["scheduler"] == "random"}
-    out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    columns = COLUMNS[:8] + ("ms/step range",) + COLUMNS[8:] if ranges else COLUMNS
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
         b = base.get((r["code"], r["N"]))
 
@@ -180,6 +194,9 @@ def table_rows(rows: list[dict]) -> list[str]:
                  num("build_s", ".1f"), num("ms_per_step", ".1f"), num("median_ms", ".1f"),
                  f"{r['ms_per_step'] / b['ms_per_step']:.1f}" if b else "-", num("save_s", ".2f"), num("load_s", ".2f"),
                  num("ckpt_mb", ".0f"), num("peak_rss_mb", ".0f"), f"{r['peak_rss_mb'] / b['peak_rss_mb']:.2f}" if b else "-"]  # fmt: skip
+        if ranges:
+            lo, hi = r["ms_range"]
+            cells.insert(8, f"{lo:.1f}-{hi:.1f}")
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -193,23 +210,31 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--before", type=Path, default=None,
                    help="another checkout of the project (e.g. `git worktree add .tmp/before REV`): each row is "
                    "also measured from it, right before the same row from this tree")  # fmt: skip
+    p.add_argument("--repeat", type=int, default=1,
+                   help="measure every row this many times, the trees taking turns (before, after, before, ...), "
+                   "and report each column's median; `ms/step range` gives the spread over the repeats")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--worker", nargs=2, metavar=("NAME", "N"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
         print(json.dumps(measure(a.worker[0], int(a.worker[1]), a.steps, a.batch_size)))
         return
+    if a.repeat < 1:
+        p.error("--repeat must be at least 1")
     rows = []
     trees = ([("before", a.before.resolve())] if a.before else []) + [("after" if a.before else "this", None)]
     for n in a.sizes:
         for name in a.schedulers:
-            for code, tree in trees:
-                rows.append({"code": code} | run_worker(name, n, a.steps, a.batch_size, tree))
-                r = rows[-1]
-                print(f"  {code:6s} {name:9s} N={n:>10,d}  build {r['build_s']:7.1f} s  {r['ms_per_step']:8.1f} ms/step  "
-                      f"peak {r['peak_rss_mb']:7.0f} MB", flush=True)
+            runs: dict[str, list[dict]] = {code: [] for code, _ in trees}
+            for _ in range(a.repeat):  # the trees take turns, so a slow spell of the machine hits both
+                for code, tree in trees:
+                    r = run_worker(name, n, a.steps, a.batch_size, tree)
+                    runs[code].append(r)
+                    print(f"  {code:6s} {name:9s} N={n:>10,d}  build {r['build_s']:7.1f} s  {r['ms_per_step']:8.1f} "
+                          f"ms/step  peak {r['peak_rss_mb']:7.0f} MB", flush=True)
+            rows += [{"code": code} | median_row(runs[code]) for code, _ in trees]
     print()
-    print("\n".join(table_rows(rows)))
+    print("\n".join(table_rows(rows, ranges=a.repeat > 1)))
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1))
 

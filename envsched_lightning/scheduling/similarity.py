@@ -51,9 +51,14 @@ class SparseSimilarity:
     indptr: np.ndarray  # int64[N + 1]
     indices: np.ndarray  # int32[E]: half the memory of int64, and any pool this side of 2^31 tasks
     weights: np.ndarray  # float32[E]
+    wide: bool = False  # int64 indices and float64 weights: for a small copy read one row at a time
 
     def __post_init__(self) -> None:
-        self.indices = np.asarray(self.indices, dtype=np.int32)
+        # numpy converts int32 indices and float32 values on every fancy-indexed read, which costs
+        # more than the read itself for one row of ~20 neighbours
+        self.indices = np.asarray(self.indices, dtype=np.int64 if self.wide else np.int32)
+        if self.wide:
+            self.weights = np.asarray(self.weights, dtype=np.float64)
 
     @property
     def num_nodes(self) -> int:
