@@ -88,7 +88,7 @@ RULES = [
          "--schedulers random envsched --workers 1 --out {tmp}/grpo_efficiency", "2 steps, 1 seed, 2 schedulers"),  # fmt: skip
     Rule(r"benchmarks\.rollout_efficiency", "--seeds 1 --steps 10", "10 steps, 1 seed"),
     Rule(r"benchmarks\.prediction_quality", "--seeds 1 --checkpoints 5", "1 seed, 1 checkpoint"),
-    Rule(r"benchmarks\.scheduler_scaling", "--sizes 10000 --steps 2", "10k tasks, 2 steps"),
+    Rule(r"benchmarks\.scheduler_scaling", "--sizes 10000 --steps 2 --repeat 1", "10k tasks, 2 steps, once"),
     Rule(r"benchmarks\.metadata_ceiling", "--worlds 1", "1 world per mechanism"),
     Rule(r"^git worktree add \.tmp/", "", "as written (the older checkout the scaling benchmark's --before reads)"),
     Rule(r"benchmarks\.baseline_sweep", "--worlds 1 --seeds 1 --steps 10 --workers 1", "1 world, 1 seed, 10 steps"),

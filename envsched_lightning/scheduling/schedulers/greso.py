@@ -57,9 +57,12 @@ class GRESOScheduler(Scheduler):
             self.p[kind] = float(np.clip(self.p[kind] + delta, self.min_explore, 1.0))
 
     def skip_probability(self) -> np.ndarray:
-        keep_easy = np.maximum(self.p["easy"] ** self.streak_easy, self.min_explore)
-        keep_hard = np.maximum(self.p["hard"] ** self.streak_hard, self.min_explore)
-        keep = np.where(self.streak_easy > 0, keep_easy, np.where(self.streak_hard > 0, keep_hard, 1.0))
+        """float64[N]; the powers only where a streak runs (a few tasks of a large pool)."""
+        keep = np.ones(self.num_tasks)
+        easy = np.flatnonzero(self.streak_easy > 0)
+        hard = np.flatnonzero((self.streak_hard > 0) & (self.streak_easy == 0))
+        keep[easy] = np.maximum(self.p["easy"] ** self.streak_easy[easy], self.min_explore)
+        keep[hard] = np.maximum(self.p["hard"] ** self.streak_hard[hard], self.min_explore)
         return 1.0 - keep
 
     def _priorities(self, batch_size: int) -> dict[str, np.ndarray]:
