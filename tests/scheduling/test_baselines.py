@@ -48,6 +48,18 @@ def test_greso_skips_task_after_repeated_all_failed_groups():
     assert sum(0 in p for p in picks) < 6  # uniform would pick it in ~12 of 40
 
 
+def test_greso_skip_probability_follows_the_streak_that_runs():
+    """1 - max(p ** streak, min_explore) for the running streak (an all-solved one first), 0 without."""
+    sched = build_scheduler("greso", specs(400), seed=0)
+    rng = np.random.default_rng(0)
+    sched.streak_easy = rng.integers(0, 4, 400) * (rng.random(400) < 0.3)
+    sched.streak_hard = rng.integers(0, 5, 400) * (rng.random(400) < 0.3)
+    sched.p = {"easy": 0.37, "hard": 0.61}
+    want = [1.0 - max(0.37 ** e, 0.01) if e else 1.0 - max(0.61 ** h, 0.01) if h else 0.0
+            for e, h in zip(sched.streak_easy.tolist(), sched.streak_hard.tolist())]  # fmt: skip
+    np.testing.assert_allclose(sched.skip_probability(), want, rtol=0, atol=1e-15)
+
+
 def test_plr_replays_high_variance_tasks_once_all_seen():
     sched = build_scheduler("plr", specs(10), seed=0)
     sched.update([group(i, 4 if i == 3 else 0) for i in range(10)])
