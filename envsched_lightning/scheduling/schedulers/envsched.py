@@ -292,9 +292,14 @@ class EnvSchedScheduler(Scheduler):
         h = self.history
         weight = self.coverage * 0.5 ** (h.step / self.coverage_halflife)
         rarity = 1.0 / np.sqrt(1.0 + h.count)
-        stale = np.minimum(1.0, np.log1p(h.staleness()) / math.log1p(h.step + 1)) if h.step else np.ones(h.num_tasks)
-        if self.sibling_halflife > 0 and h.step:
-            stale = np.where(h.observed, stale, 1.0 - 0.5 * self._sibling_freshness())
+        if not h.step:
+            stale = np.ones(h.num_tasks)
+        elif self.sibling_halflife > 0:  # never-seen tasks by their siblings: logarithms for the seen ones only
+            stale = (1.0 - 0.5 * self._sibling_freshness()).astype(np.float64)
+            seen = np.flatnonzero(h.observed)
+            stale[seen] = np.minimum(1.0, np.log1p(h.step - h.last_step[seen]) / math.log1p(h.step + 1))
+        else:
+            stale = np.minimum(1.0, np.log1p(h.staleness()) / math.log1p(h.step + 1))
         return (weight * rarity * stale).astype(np.float32)
 
     def _sibling_freshness(self) -> np.ndarray:
