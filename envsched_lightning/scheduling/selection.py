@@ -9,7 +9,7 @@ Only the top few multiples of the batch are ever sorted, so a step stays O(N) at
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,29 +35,32 @@ def _tiered(keys: np.ndarray, eligible: np.ndarray | None) -> np.ndarray:
     return np.where(eligible, keys, keys - (hi - lo + 2.0))
 
 
-def _descending(keys: np.ndarray, members: np.ndarray | None = None, chunk: int = 256,
-                head: np.ndarray | None = None) -> Iterator[np.ndarray]:  # fmt: skip
-    """Yield indices in descending key order (ties by index), sorting only as far as needed.
+def _descending(keys: np.ndarray, members: np.ndarray | None = None, chunk: int = 256) -> Iterator[np.ndarray]:
+    """Yield blocks of indices in descending key order (ties by index), each block unsorted.
 
-    `members` (ascending task indices) restricts the order to them; `head`, the first block of
-    this very order computed earlier, is yielded as is instead of being computed again."""
-    neg = -keys if members is None else -keys[members]  # one O(N) array for every block
-    n = neg.shape[0]
-    start = 0
-    if head is not None:
-        yield head
-        start, chunk = head.shape[0], chunk * 4
-    while start < n:
-        stop = min(n, start + chunk)
-        part = np.argpartition(neg, stop - 1)[:stop] if stop < n else np.arange(n)
-        order = part[np.lexsort((part, neg[part]))]  # positions follow indices: ties by index
-        block = order[start:stop]
+    Every index of a block comes before every index of the next in that order, which is all a
+    heap fed block by block needs; a caller that wants one block in order sorts it. Each block
+    partitions only the positions not yet yielded, so going deep costs a pass over the rest per
+    block, never a sort of what came before. `members` (ascending task indices) restricts the
+    order to them."""
+    neg = -keys if members is None else -keys[members]  # one array for every block
+    rest = None  # positions of `neg` not yet yielded, ascending (None: all of them)
+    while rest is None or rest.size:
+        vals = neg if rest is None else neg[rest]
+        inside = np.ones(vals.shape[0], dtype=bool)
+        if vals.shape[0] > chunk:
+            cut = vals[np.argpartition(vals, chunk - 1)[chunk - 1]]  # the block's last key
+            np.less(vals, cut, out=inside)
+            ties = np.flatnonzero(vals == cut)[: chunk - int(np.count_nonzero(inside))]  # the lowest indices
+            inside[ties] = True
+        block = np.flatnonzero(inside) if rest is None else rest[inside]
+        rest = np.flatnonzero(~inside) if rest is None else rest[~inside]
         yield block if members is None else members[block]
-        start, chunk = stop, chunk * 4
+        chunk *= 4
 
 
-def _anything(tasks: np.ndarray | int) -> np.ndarray:
-    return np.ones(np.shape(tasks), dtype=bool)
+def _in_order(keys: np.ndarray, block: np.ndarray) -> np.ndarray:
+    return block[np.lexsort((block, -keys[block]))]
 
 
 def fill_batch(
@@ -73,7 +76,7 @@ def fill_batch(
     """`env_members[e]`: task indices of environment e (computed once by the scheduler)."""
     keys = _tiered(np.asarray(keys, dtype=np.float64), eligible)
     if quota is None and penalty is None:
-        top = next(_descending(keys, chunk=batch_size))
+        top = _in_order(keys, next(_descending(keys, chunk=batch_size)))
         return FillResult([int(i) for i in top[:batch_size]], [0.0] * batch_size)
 
     chosen: list[int] = []
@@ -90,10 +93,9 @@ def fill_batch(
     maxsim = np.zeros(keys.shape[0])  # each task's largest similarity to the batch so far
     taken = np.zeros(keys.shape[0], dtype=bool)
     weight = 0.0
-    head = None  # the first block of the overall order, computed once
-    if penalty is not None and penalty.lam > 0:
-        head = next(_descending(keys, chunk=2 * batch_size))
-        weight = penalty.weight(float(np.std(keys[head])))
+    if penalty is not None and penalty.lam > 0:  # scaled by the spread of the best keys
+        m = min(2 * batch_size, keys.shape[0])
+        weight = penalty.weight(float(np.std(np.partition(keys, keys.shape[0] - m)[keys.shape[0] - m :])))
 
     similarity = penalty.similarity if penalty is not None else None
     relations = similarity.parts if isinstance(similarity, SimilarityUnion) else (similarity,)
@@ -108,19 +110,43 @@ def fill_batch(
                 nbr, w = part.neighbours(i)
                 maxsim[nbr] = np.maximum(maxsim[nbr], w)
 
-    def greedy(order: Iterator[np.ndarray], need: int, ok: Callable[[np.ndarray | int], np.ndarray]) -> None:
+    def greedy(groups: list[np.ndarray | None], need: int, chunk: int, capped: bool) -> None:
+        """Lazy greedy over the tasks of `groups` (None: every task), each group read in blocks of
+        descending key and the groups merged by the best key each has not handed out yet: a group
+        is read only once that key could beat the heap, so with `capped` (groups are environments)
+        an environment at its cap, or never near the top, costs one max and no partition."""
         heap: list[tuple[float, int]] = []
-        pending = next(order, None)  # next block, all with keys below the current block's
+        streams = [_descending(keys, g, chunk=chunk) for g in groups]
+        bound = np.array([keys.max(initial=-np.inf) if g is None else keys[g].max(initial=-np.inf) for g in groups])
+
+        def frontier() -> tuple[int, float]:  # the group whose unread tasks may hold the best key
+            open_bound = np.where(counts < hi, bound, -np.inf) if capped else bound
+            g = int(np.argmax(open_bound))
+            return g, float(open_bound[g])
+
+        def ok(i: np.ndarray | int) -> np.ndarray:
+            return counts[env_ids[i]] < hi[env_ids[i]] if capped else np.ones(np.shape(i), dtype=bool)
+
+        g, front = frontier()
         got = 0
         while got < need:
-            frontier = keys[pending[0]] if pending is not None and len(pending) else -np.inf
-            if not heap or -heap[0][0] < frontier:  # an unpenalised later task may now win
-                if pending is None:
+            if not heap or -heap[0][0] <= front:  # an unread task may win (a tie too: the heap orders ties by index)
+                if front == -np.inf:
                     return
-                block = pending[~taken[pending] & ok(pending)]
-                heap.extend(zip((weight * maxsim[block] - keys[block]).tolist(), block.tolist()))
-                heapq.heapify(heap)
-                pending = next(order, None)
+                block = next(streams[g], None)
+                if block is None:
+                    bound[g] = -np.inf
+                else:
+                    bound[g] = keys[block].min(initial=bound[g])  # nothing unread in the group lies above
+                    block = block[~taken[block] & ok(block)]
+                    entries = zip((weight * maxsim[block] - keys[block]).tolist(), block.tolist())
+                    if block.size * 8 < len(heap):  # small next to the heap: pushes beat a new heapify
+                        for entry in entries:
+                            heapq.heappush(heap, entry)
+                    else:
+                        heap.extend(entries)
+                        heapq.heapify(heap)
+                g, front = frontier()
                 continue
             neg, i = heapq.heappop(heap)
             if taken[i] or not ok(i):
@@ -131,16 +157,17 @@ def fill_batch(
                 continue
             take(i)
             got += 1
+            if capped and counts[env_ids[i]] >= hi[env_ids[i]]:  # its environment closed
+                g, front = frontier()
 
+    members = env_members if env_members is not None else [np.flatnonzero(env_ids == e) for e in range(num_envs)]
     for e in np.flatnonzero(lo > 0).tolist():  # guaranteed minimum slots first
-        members = env_members[e] if env_members is not None else np.flatnonzero(env_ids == e)
-        greedy(_descending(keys, members, chunk=int(lo[e]) * 2), int(lo[e]), _anything)
-    greedy(_descending(keys, chunk=2 * batch_size, head=head), batch_size - len(chosen),
-           lambda i: counts[env_ids[i]] < hi[env_ids[i]])  # fmt: skip
+        greedy([members[e]], int(lo[e]), 2 * int(lo[e]), capped=False)
+    greedy(list(members), batch_size - len(chosen), max(16, 2 * batch_size // max(1, len(members))), capped=True)
     relax = list(quota.relaxations) if quota is not None else []
     if len(chosen) < batch_size:  # caps could not be met with the tasks left: fill, and say so
         relax.append(f"caps left {batch_size - len(chosen)} slots empty; filled ignoring caps")
-        greedy(_descending(keys, chunk=2 * batch_size), batch_size - len(chosen), _anything)
+        greedy([None], batch_size - len(chosen), 2 * batch_size, capped=False)
     if quota is not None:
         quota.observe_batch(counts_final := np.bincount(env_ids[chosen], minlength=num_envs))
         over = np.flatnonzero(counts_final > hi)
