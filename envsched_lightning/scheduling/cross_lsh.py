@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .similarity import SparseSimilarity, TopK, ahead
+from .similarity import SparseSimilarity, TopK, ahead, by_row_blocks
 
 _CHUNK = 1 << 16  # rows per block when weighing candidate pairs: temporaries stay in cache
 
@@ -85,16 +85,12 @@ class CrossEnvLSH:
 
     @staticmethod
     def _weigh_offset(emb: np.ndarray, src: np.ndarray, off: int) -> np.ndarray:
-        """`_weigh(emb, src, src + off)` (the same values) for sorted `src`: row blocks, not gathers
-        (a full build pairs most rows with the row `off` further on)."""
-        out = np.empty(src.shape[0], np.float32)
-        for a in range(0, src.shape[0], _CHUNK):
-            rows = src[a : a + _CHUNK]
-            if rows.size == 0:
-                break
-            lo, hi = int(rows[0]), int(rows[-1]) + 1
-            out[a : a + rows.size] = np.einsum("ij,ij->i", emb[lo:hi], emb[lo + off : hi + off])[rows - lo]
-        return np.clip(out, 0.0, 1.0)
+        """`_weigh(emb, src, src + off)` (the same values) for sorted `src`, from row blocks (a full
+        build pairs most rows with the row `off` further on)."""
+        def block(lo: int, hi: int) -> np.ndarray:
+            return np.einsum("ij,ij->i", emb[lo:hi], emb[lo + off : hi + off])
+
+        return np.clip(by_row_blocks(src, block, _CHUNK), 0.0, 1.0)
 
     def build(self, vectors: np.ndarray, rng: np.random.Generator, changed: np.ndarray | None = None,
               previous: SparseSimilarity | None = None) -> SparseSimilarity:

@@ -46,6 +46,7 @@ class RowNormalizedGraph:
         self.deg = np.maximum(deg, 1e-12)
         # a small graph keeps A's columns as values (what a push reads); a large one computes them per push
         self._t_vals = None
+        self._slot: np.ndarray | None = None
         if len(self.parts) == 1 and graph.num_edges <= MERGE_MAX_EDGES:
             rel, scale = self.parts[0]
             self._t_vals = self._weights(rel, scale, slice(None)) / self.deg[rel.indices]
@@ -97,14 +98,21 @@ class RowNormalizedGraph:
                 tgts.append(tgt)
                 ws.append(self._weights(rel, scale, pos) / self.deg[tgt])
             seg, tgt, w = np.concatenate(segs), np.concatenate(tgts), np.concatenate(ws)
-        if self.num_nodes <= 8 * tgt.shape[0]:  # small graph: dense sums over N are cheaper than a sort
-            support = np.flatnonzero(np.bincount(tgt, minlength=self.num_nodes))
-            slot, size = tgt, self.num_nodes
-        else:  # large graph: O(touched), not O(N)
+        if self.num_nodes <= 64 * tgt.shape[0]:  # many targets: mark them in an N-long mask, no sort
+            touched = np.zeros(self.num_nodes, dtype=bool)
+            touched[tgt] = True
+            support = np.flatnonzero(touched)
+            if self._slot is None:
+                self._slot = np.empty(self.num_nodes, dtype=np.int32)  # scratch: target -> its row of out
+            self._slot[support] = np.arange(support.shape[0], dtype=np.int32)
+            slot = self._slot[tgt]
+        else:  # few targets on a large graph: O(touched), not O(N)
             support, slot = np.unique(tgt, return_inverse=True)
-            size = support.shape[0]
-        out = np.stack([np.bincount(slot, weights=w * x[seg, c], minlength=size) for c in range(x.shape[1])], 1)
-        return support.astype(np.int64), out if size == support.shape[0] else out[support]
+        size = support.shape[0]
+        out = np.empty((size, x.shape[1]))
+        for c in range(x.shape[1]):
+            out[:, c] = np.bincount(slot, weights=w * x[seg, c], minlength=size)
+        return support.astype(np.int64, copy=False), out
 
 
 class IncrementalPPR:

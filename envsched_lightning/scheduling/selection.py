@@ -17,6 +17,8 @@ import numpy as np
 from .constraints import EnvQuota, SimilarityPenalty
 from .similarity import SimilarityUnion
 
+_MIN_CHUNK = 32  # smallest first block per environment (a step reads about two of them per environment)
+
 
 @dataclass
 class FillResult:
@@ -113,11 +115,15 @@ def fill_batch(
     def greedy(groups: list[np.ndarray | None], need: int, chunk: int, capped: bool) -> None:
         """Lazy greedy over the tasks of `groups` (None: every task), each group read in blocks of
         descending key and the groups merged by the best key each has not handed out yet: a group
-        is read only once that key could beat the heap, so with `capped` (groups are environments)
-        an environment at its cap, or never near the top, costs one max and no partition."""
+        is read only once that key could beat the heap, so with `capped` (the groups are the
+        environments, in order) one at its cap, or never near the top, costs no partition."""
         heap: list[tuple[float, int]] = []
         streams = [_descending(keys, g, chunk=chunk) for g in groups]
-        bound = np.array([keys.max(initial=-np.inf) if g is None else keys[g].max(initial=-np.inf) for g in groups])
+        if capped:  # the groups are the environments: every one's best key in one pass
+            bound = np.full(num_envs, -np.inf)
+            np.maximum.at(bound, env_ids, keys)
+        else:
+            bound = np.array([keys.max(initial=-np.inf) if g is None else keys[g].max(initial=-np.inf) for g in groups])
 
         def frontier() -> tuple[int, float]:  # the group whose unread tasks may hold the best key
             open_bound = np.where(counts < hi, bound, -np.inf) if capped else bound
@@ -163,7 +169,7 @@ def fill_batch(
     members = env_members if env_members is not None else [np.flatnonzero(env_ids == e) for e in range(num_envs)]
     for e in np.flatnonzero(lo > 0).tolist():  # guaranteed minimum slots first
         greedy([members[e]], int(lo[e]), 2 * int(lo[e]), capped=False)
-    greedy(list(members), batch_size - len(chosen), max(16, 2 * batch_size // max(1, len(members))), capped=True)
+    greedy(list(members), batch_size - len(chosen), max(_MIN_CHUNK, 2 * batch_size // max(1, len(members))), capped=True)
     relax = list(quota.relaxations) if quota is not None else []
     if len(chosen) < batch_size:  # caps could not be met with the tasks left: fill, and say so
         relax.append(f"caps left {batch_size - len(chosen)} slots empty; filled ignoring caps")

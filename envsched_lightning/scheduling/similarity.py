@@ -10,7 +10,7 @@ from __future__ import annotations
 import queue
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -444,24 +444,31 @@ def on_cores(fn, items: Sequence, large: bool = True, workers: int = 2) -> None:
             pass
 
 
+def by_row_blocks(rows: np.ndarray, block_weights: Callable[[int, int], np.ndarray], chunk: int = 1 << 16) -> np.ndarray:
+    """float32 weights of the pairs (r, r + off) for sorted `rows`, block by block:
+    `block_weights(lo, hi)` weighs every row of lo..hi-1 against its partner from contiguous
+    slices, and the block's own rows are picked out. Where most rows pair up, as in a band's
+    bucket order, that is cheaper than gathering both sides pair by pair."""
+    out = np.empty(rows.shape[0], np.float32)
+    for a in range(0, rows.shape[0], chunk):
+        part = rows[a : a + chunk]
+        lo, hi = int(part[0]), int(part[-1]) + 1
+        out[a : a + part.shape[0]] = block_weights(lo, hi)[part - lo]
+    return out
+
+
 def weigh_offset(sig: np.ndarray, off: int, unit_patterns: np.ndarray | None, at: np.ndarray) -> np.ndarray:
-    """`weigh_pairs(sig, at, at + off, unit_patterns)` (the same values), for rows `off` apart:
-    where most rows pair up, as in a band's bucket order, whole contiguous blocks are cheaper than
-    gathering them pair by pair."""
+    """`weigh_pairs(sig, at, at + off, unit_patterns)` (the same values), for rows `off` apart."""
     if at.shape[0] * 4 < sig.shape[0]:  # few pairs: gather them
         return weigh_pairs(sig, at, at + off, unit_patterns)
-    out = np.empty(at.shape[0], np.float32)
-    chunk = 1 << 16
-    for a in range(0, at.shape[0], chunk):
-        rows = at[a : a + chunk]
-        lo, hi = int(rows[0]), int(rows[-1]) + 1  # one block of rows, then the pairs' part of it
-        eq = sig[lo + off : hi + off] == sig[lo:hi]
-        w = (np.count_nonzero(eq, axis=1) / sig.shape[1]).astype(np.float32)[rows - lo]
+
+    def block(lo: int, hi: int) -> np.ndarray:
+        w = (np.count_nonzero(sig[lo + off : hi + off] == sig[lo:hi], axis=1) / sig.shape[1]).astype(np.float32)
         if unit_patterns is not None:
-            dot = (unit_patterns[lo + off : hi + off] * unit_patterns[lo:hi]).sum(1)[rows - lo]
-            w = w * (1.0 + dot) / 2.0
-        out[a : a + chunk] = w
-    return out
+            w = w * (1.0 + (unit_patterns[lo + off : hi + off] * unit_patterns[lo:hi]).sum(1)) / 2.0
+        return w
+
+    return by_row_blocks(at, block)
 
 
 def task_similarity(

@@ -291,16 +291,18 @@ class EnvSchedScheduler(Scheduler):
         to classes nobody has looked at lately."""
         h = self.history
         weight = self.coverage * 0.5 ** (h.step / self.coverage_halflife)
-        rarity = 1.0 / np.sqrt(1.0 + h.count)
         if not h.step:
-            stale = np.ones(h.num_tasks)
-        elif self.sibling_halflife > 0:  # never-seen tasks by their siblings: logarithms for the seen ones only
-            stale = (1.0 - 0.5 * self._sibling_freshness()).astype(np.float64)
-            seen = np.flatnonzero(h.observed)
-            stale[seen] = np.minimum(1.0, np.log1p(h.step - h.last_step[seen]) / math.log1p(h.step + 1))
-        else:
+            return np.full(h.num_tasks, weight, dtype=np.float32)
+        if self.sibling_halflife <= 0:
+            rarity = 1.0 / np.sqrt(1.0 + h.count)
             stale = np.minimum(1.0, np.log1p(h.staleness()) / math.log1p(h.step + 1))
-        return (weight * rarity * stale).astype(np.float32)
+            return (weight * rarity * stale).astype(np.float32)
+        # never-seen tasks (rarity 1) by their siblings; rarity and logarithms for the seen ones only
+        out = np.multiply(1.0 - 0.5 * self._sibling_freshness(), weight, dtype=np.float64).astype(np.float32)
+        seen = np.flatnonzero(h.observed)
+        stale = np.minimum(1.0, np.log1p(h.step - h.last_step[seen]) / math.log1p(h.step + 1))
+        out[seen] = weight * (1.0 / np.sqrt(1.0 + h.count[seen])) * stale
+        return out
 
     def _sibling_freshness(self) -> np.ndarray:
         """float[N] in [0, 1]: 0.5 ** (updates since any intra-environment neighbour was last
