@@ -9,12 +9,15 @@ so it can be tested without trl or verl.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envsched_lightning.scheduling.task_table import TaskTable
+import numpy as np
+
 from envsched_lightning.scheduling import RolloutGroup, TaskSpec
+from envsched_lightning.scheduling.task_table import TaskTable, as_task_table, key_hashes
 
 TaskKey = tuple[str, str]
 """``(env, task_id)``: the identity a dataset row carries in its ``env`` and ``task_id`` columns."""
@@ -34,35 +37,146 @@ def _show(key: TaskKey) -> str:
 
 
 class TaskIndex:
-    """Scheduler index <-> ``(env, task_id)`` for one scheduler's task pool."""
+    """Scheduler index <-> ``(env, task_id)`` for one scheduler's task pool.
+
+    Kept as the pool's `TaskTable` and its keys' hashes in sorted order: a million tasks cost two
+    arrays, not a million key tuples and a dict. A lookup hashes the asked key, finds it by
+    binary search and compares its bytes and environment, so two keys never pass for one."""
 
     def __init__(self, specs: Sequence[TaskSpec] | TaskTable) -> None:
-        pairs = specs.key_pairs() if isinstance(specs, TaskTable) else ((s.env, s.task_id) for s in specs)
-        self.keys: tuple[TaskKey, ...] = tuple(pairs)
-        self._index = {k: i for i, k in enumerate(self.keys)}
-        if len(self._index) != len(self.keys):
-            raise ValueError("the scheduler's task pool holds the same (env, task_id) twice")
+        self.table = as_task_table(specs)  # a repeated (env, task_id) raises here
+        hashes = self.table.key_hashes()
+        self._order = np.argsort(hashes, kind="stable")
+        self._sorted = hashes[self._order]
+        self._env_code = {name: e for e, name in enumerate(self.table.env_names)}
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.table)
+
+    def key(self, i: int) -> TaskKey:
+        """Task ``i``'s ``(env, task_id)``."""
+        return self.table.env_names[int(self.table.env_ids[i])], self.table.task_id(int(i))
+
+    @property
+    def keys(self) -> tuple[TaskKey, ...]:
+        """Every task's key, in index order (builds one tuple per task: for small pools and tests)."""
+        return tuple(self.table.key_pairs())
 
     def index(self, env: Any, task_id: Any) -> int:
-        key = _key(env, task_id)
-        if key not in self._index:
-            raise ValueError(f"task {_show(key)} is not in the scheduler's task pool ({len(self)} tasks)")
-        return self._index[key]
+        return int(self.indices([(env, task_id)])[0])
 
-    def rows(self, keys: Iterable[TaskKey]) -> list[int]:
+    def indices(self, keys: Iterable[TaskKey]) -> np.ndarray:
+        """int64 task index of each key; one not in the pool raises, naming it."""
+        asked = _KeyBuffer.of(keys, self._env_code)
+        found = self._lookup(asked)
+        if (found < 0).any():
+            key = asked.key(int(np.flatnonzero(found < 0)[0]))
+            raise ValueError(f"task {_show(key)} is not in the scheduler's task pool ({len(self)} tasks)")
+        return found
+
+    def rows(self, keys: Iterable[TaskKey]) -> np.ndarray:
         """``rows[i]``: the position of scheduler task ``i``'s only row among `keys` (a dataset's ids).
 
         Raises when a task has no row or two rows; rows of tasks outside the pool are never served.
+        Columnar: the dataset's ids are packed into one buffer and matched by hash, not a dict.
         """
-        seen = unique_rows(keys)
-        missing = [k for k in self.keys if k not in seen]
-        if missing:
-            shown = ", ".join(_show(k) for k in missing[:5])
-            raise ValueError(f"{len(missing)} scheduled tasks have no row in the dataset: {shown}")
-        return [seen[k] for k in self.keys]
+        asked = _KeyBuffer.of(keys, self._env_code)
+        asked.check_unique()
+        found = self._lookup(asked)
+        rows = np.full(len(self), -1, dtype=np.int64)
+        hit = np.flatnonzero(found >= 0)
+        rows[found[hit]] = hit
+        missing = np.flatnonzero(rows < 0)
+        if missing.size:
+            shown = ", ".join(_show(self.key(int(i))) for i in missing[:5])
+            raise ValueError(f"{missing.size} scheduled tasks have no row in the dataset: {shown}")
+        return rows
+
+    def _lookup(self, asked: _KeyBuffer) -> np.ndarray:
+        """Pool index of each asked key, -1 where the pool has none."""
+        h = asked.hashes()
+        at = np.minimum(np.searchsorted(self._sorted, h), max(len(self) - 1, 0))
+        found = np.full(h.shape[0], -1, dtype=np.int64)
+        if not len(self):
+            return found
+        cand = np.flatnonzero(self._sorted[at] == h)
+        task = self._order[at[cand]]
+        same = _same_bytes(asked.buf, asked.starts, cand, self.table.keys, self.table.key_starts, task)
+        same &= asked.env[cand] == self.table.env_ids[task]
+        found[cand[same]] = task[same]
+        # a pool with two keys of one hash (about 1 in 10^7 for a million tasks): look at each of them
+        for j in cand[~same].tolist():
+            lo, hi = np.searchsorted(self._sorted, h[j], "left"), np.searchsorted(self._sorted, h[j], "right")
+            for i in self._order[lo:hi].tolist():
+                if self.key(i) == asked.key(j):
+                    found[j] = i
+        return found
+
+
+class _KeyBuffer:
+    """Keys ``(env, task_id)`` packed as the pool packs its own (``env/task_id`` + NUL in one buffer)
+    with each key's environment code (-1: no such environment in the pool) and the byte length of
+    its environment name (to split the key again)."""
+
+    def __init__(self, buf: bytes, starts: np.ndarray, env: np.ndarray, env_len: np.ndarray) -> None:
+        self.buf, self.starts, self.env, self.env_len = buf, starts, env, env_len
+
+    @classmethod
+    def of(cls, keys: Iterable[TaskKey], env_code: Mapping[str, int]) -> _KeyBuffer:
+        buf, ends, env, env_len = bytearray(), array("q", [0]), array("i"), array("i")
+        for pair in keys:
+            e, t = _key(*pair)
+            name = e.encode()
+            buf += name + b"/" + t.encode() + b"\0"
+            ends.append(len(buf))
+            env.append(env_code.get(e, -1))
+            env_len.append(len(name))
+        return cls(bytes(buf), np.frombuffer(ends, dtype=np.int64), np.frombuffer(env, dtype=np.int32),
+                   np.frombuffer(env_len, dtype=np.int32))  # fmt: skip
+
+    def __len__(self) -> int:
+        return self.starts.shape[0] - 1
+
+    def key(self, j: int) -> TaskKey:
+        raw, cut = self.buf[self.starts[j] : self.starts[j + 1] - 1], int(self.env_len[j])
+        return raw[:cut].decode(), raw[cut + 1 :].decode()
+
+    def hashes(self) -> np.ndarray:
+        return key_hashes(self.buf, self.starts)
+
+    def check_unique(self) -> None:
+        """A task on two rows raises, naming the first such pair of rows in row order."""
+        h = self.hashes()
+        order = np.argsort(h, kind="stable")
+        tie = np.flatnonzero(h[order][1:] == h[order][:-1])
+        first, second = order[tie], order[tie + 1]
+        same = _same_bytes(self.buf, self.starts, first, self.buf, self.starts, second)
+        same &= self.env[first] == self.env[second]
+        if same.any():
+            j = int(np.argmin(np.where(same, second, len(self))))
+            a, b = int(first[j]), int(second[j])
+            raise ValueError(f"task {_show(self.key(a))} appears in rows {a} and {b}; ids must be unique")
+
+
+def _same_bytes(buf_a: bytes, starts_a: np.ndarray, a: np.ndarray, buf_b: bytes, starts_b: np.ndarray,
+                b: np.ndarray, block: int = 1 << 16) -> np.ndarray:  # fmt: skip
+    """bool per pair: key ``a[k]`` of `buf_a` has the same bytes as key ``b[k]`` of `buf_b`."""
+    len_a = starts_a[a + 1] - starts_a[a]
+    same = len_a == starts_b[b + 1] - starts_b[b]
+    bytes_a, bytes_b = np.frombuffer(buf_a, np.uint8), np.frombuffer(buf_b, np.uint8)
+    for lo in range(0, a.shape[0], block):
+        k = lo + np.flatnonzero(same[lo : lo + block])
+        lens = len_a[k]
+        seg = np.repeat(np.arange(k.shape[0]), lens)
+        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        differ = bytes_a[starts_a[a[k]][seg] + within] != bytes_b[starts_b[b[k]][seg] + within]
+        same[k[np.unique(seg[differ])]] = False
+    return same
+
+
+def require_unique_rows(keys: Iterable[TaskKey]) -> None:
+    """Raise if a task is on two rows, naming both (as `unique_rows`), without a dict of the keys."""
+    _KeyBuffer.of(keys, {}).check_unique()
 
 
 def unique_rows(keys: Iterable[TaskKey]) -> dict[TaskKey, int]:

@@ -131,8 +131,8 @@ class EnvSchedGRPOTrainer(GRPOTrainer):
         if len(local) != local_size:
             raise RuntimeError(f"scheduled {len(local)} rows for this process, TRL's batch holds {local_size}")
         self._pending = chosen
-        self._expected = [self.task_index.keys[i] for i in local]
-        return [self.train_dataset[self._rows[i]] for i in local]
+        self._expected = [self.task_index.key(i) for i in local]
+        return [self.train_dataset[int(self._rows[i])] for i in local]
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         # Called once per generation; reused generations (num_iterations, steps_per_generation) never come here.

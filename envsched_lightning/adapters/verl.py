@@ -38,7 +38,7 @@ from envsched_lightning.scheduling import Scheduler, TaskSpec, build_scheduler
 
 from envsched_lightning.scheduling.task_table import TaskTable
 
-from .mapping import RewardRange, TaskIndex, TaskKey, group_rewards, spec_fields, unique_rows
+from .mapping import RewardRange, TaskIndex, TaskKey, group_rewards, require_unique_rows, spec_fields
 from .metrics import scheduler_metrics
 
 try:  # verl with the curriculum hook (it checks isinstance against this)
@@ -84,7 +84,7 @@ def dataset_rows(data_source: Sized) -> tuple[list[TaskKey], TaskTable]:
         rows = [data_source[i] for i in range(len(data_source))]
         sources, infos = [r.get("data_source") for r in rows], [r.get("extra_info") for r in rows]
     keys = [row_key(s, i) for s, i in zip(sources, infos, strict=True)]
-    unique_rows(keys)  # a task on two rows raises here, naming the rows
+    require_unique_rows(keys)  # a task on two rows raises here, naming the rows
     specs = TaskTable.from_rows(spec_fields(env, task_id, info) for (env, task_id), info in zip(keys, infos, strict=True))
     return keys, specs
 
@@ -131,7 +131,7 @@ class EnvSchedSampler(_SamplerBase):
                 self._queue = list(self.scheduler.select(self.batch_size))
                 self._decision = self.scheduler.last_decision()
             self._drawn += 1
-            yield self._rows[self._queue.pop(0)]
+            yield int(self._rows[self._queue.pop(0)])
         self._drawn = 0  # epoch over; the next __iter__ starts a new one
 
     def update(self, batch: Any) -> None:
@@ -148,7 +148,7 @@ class EnvSchedSampler(_SamplerBase):
         n = len(uids)
         sources = non_tensor.get("data_source", np.full(n, None, dtype=object))
         infos = non_tensor.get("extra_info", np.full(n, None, dtype=object))
-        tasks = [self.task_index.index(*row_key(s, i)) for s, i in zip(sources, infos, strict=True)]
+        tasks = self.task_index.indices(row_key(s, i) for s, i in zip(sources, infos, strict=True)).tolist()
         scores = batch.batch["token_level_scores"].sum(-1)  # [n] one scalar per rollout
         rewards, clipped = self.reward_range.to_unit(scores.double().cpu().tolist())
         mask = batch.batch["response_mask"] if "response_mask" in batch.batch.keys() else None  # [n, response]

@@ -292,31 +292,44 @@ class TaskTable(Sequence[TaskSpec]):
         arrays = [self.env_ids, self.key_starts, *self.tools, *self.state_keys, self.verifier, self.reward_type, *self.features]
         return len(self.keys) + sum(a.nbytes for a in arrays)
 
+    def key_hashes(self) -> np.ndarray:
+        """uint64[N]: a hash of every key (`key_hashes`), for lookups and the uniqueness check."""
+        return key_hashes(self.keys, self.key_starts)
+
     def _check_unique(self) -> None:
-        """Refuse a repeated ``env/task_id``: hash every key in vectorised passes over blocks of
-        tasks (temporaries stay small), then compare the bytes of the (rare) keys whose hashes collide."""
-        n = len(self)
-        if n < 2:
+        """Refuse a repeated ``env/task_id``: hash every key, then compare the bytes of the (rare)
+        keys whose hashes collide."""
+        if len(self) < 2:
             return
-        lengths = np.diff(self.key_starts)
-        powers = np.cumprod(np.full(int(lengths.max()), 0x100000001B3, dtype=np.uint64))  # wrapping
-        h = np.empty(n, np.uint64)
-        block = 1 << 16
-        with np.errstate(over="ignore"):
-            for a in range(0, n, block):
-                b = min(n, a + block)
-                lo, hi = int(self.key_starts[a]), int(self.key_starts[b])
-                buf = np.frombuffer(self.keys, dtype=np.uint8, count=hi - lo, offset=lo).astype(np.uint64)
-                starts = self.key_starts[a:b] - lo
-                pos = np.arange(hi - lo) - np.repeat(starts, lengths[a:b])  # position inside its key
-                mixed = buf * powers[pos] + np.uint64(0x9E3779B97F4A7C15) * (pos.astype(np.uint64) + np.uint64(1))
-                h[a:b] = np.add.reduceat(mixed, starts)
+        h = self.key_hashes()
         order = np.argsort(h, kind="stable")
         same = np.flatnonzero(h[order][1:] == h[order][:-1])
         for j in same.tolist():
             a, b = int(order[j]), int(order[j + 1])
             if self.key(a) == self.key(b):
                 raise ValueError(f"duplicate task {self.key(a)!r} in specs")
+
+
+def key_hashes(buf: bytes, starts: np.ndarray, block: int = 1 << 16) -> np.ndarray:
+    """uint64 hash of each NUL-terminated key of `buf` (key i spans ``starts[i]:starts[i + 1]``), in
+    vectorised passes over blocks of keys so temporaries stay small. A function of the key's bytes
+    alone: the same key hashes the same in any buffer."""
+    n = starts.shape[0] - 1
+    h = np.empty(max(n, 0), np.uint64)
+    if n <= 0:
+        return h
+    lengths = np.diff(starts)
+    powers = np.cumprod(np.full(int(lengths.max()), 0x100000001B3, dtype=np.uint64))  # wrapping
+    with np.errstate(over="ignore"):
+        for a in range(0, n, block):
+            b = min(n, a + block)
+            lo, hi = int(starts[a]), int(starts[b])
+            data = np.frombuffer(buf, dtype=np.uint8, count=hi - lo, offset=lo).astype(np.uint64)
+            first = starts[a:b] - lo
+            pos = np.arange(hi - lo) - np.repeat(first, lengths[a:b])  # position inside its key
+            mixed = data * powers[pos] + np.uint64(0x9E3779B97F4A7C15) * (pos.astype(np.uint64) + np.uint64(1))
+            h[a:b] = np.add.reduceat(mixed, first)
+    return h
 
 
 def as_task_table(specs: Iterable[TaskSpec] | TaskTable) -> TaskTable:
