@@ -28,6 +28,9 @@ of their rollouts), and adds per scheduler the medians over worlds of `flaky_rol
 its rollouts spent on coin-flip tasks, known to the simulator only), `zero_var` (its zero-variance
 group share: a coin flip wins it without teaching anything) and `gain/1k_rollouts` (held-out score
 gained per 1,000 rollouts). The oracle ranks by learnable variance (none on a coin-flip task).
+`noise_told [key=value ...]` is envsched (with those options) told the share of each task's reward
+the policy decides (`run_noise_told`): what perfect detection of reward noise would be worth, a
+reference like the oracle.
 """
 
 from __future__ import annotations
@@ -43,13 +46,13 @@ from typing import Any
 import numpy as np
 
 from envsched_lightning.scheduling.registry import scheduler_names
-from envsched_lightning.simulation import RunResult, run_dynamic_sampling, run_oracle, run_scheduler
+from envsched_lightning.simulation import RunResult, run_dynamic_sampling, run_noise_told, run_oracle, run_scheduler
 from envsched_lightning.simulation.family import MECHANISMS, build_world, describe, make_world_family, named_worlds
 from envsched_lightning.simulation.report import format_table
 from envsched_lightning.threads import set_torch_threads
 
 BASELINES = ("mopps", "plr", "greso", "sec", "dapo")
-REFERENCES = ("oracle", "dapo")  # rows that are not a registered scheduler
+REFERENCES = ("oracle", "dapo", "noise_told")  # rows that are not a registered scheduler
 BATCH_SIZE, GROUP_SIZE = 32, 8  # tasks per step, rollouts per task
 # the default rows; any "<scheduler> key=value ..." label runs that scheduler with those options
 DEFAULT_LABELS = ("random", *BASELINES, "envsched", "envsched use_gnn=true", "envsched cross_edges=false",
@@ -62,7 +65,8 @@ def parse_label(label: str) -> tuple[str, dict[str, Any]]:
     Values are read as JSON (numbers, true/false/null, quoted strings), else kept as text; the
     scheduler's own option checks reject a wrong name or value when the run starts. "oracle" is
     the reference ceiling, not a scheduler; "dapo" is dynamic sampling over the scheduler its
-    `scheduler=` option names (random by default)."""
+    `scheduler=` option names (random by default); "noise_told" is envsched told each task's
+    share of learnable reward (a reference)."""
     name, *pairs = label.split()
     if name not in REFERENCES and name not in scheduler_names():
         raise ValueError(f"label {label!r}: unknown scheduler {name!r}; one of {sorted(scheduler_names())}, "
@@ -100,6 +104,8 @@ def _job(args: tuple) -> tuple:
         res = run_oracle(w, seed, steps, BATCH_SIZE, GROUP_SIZE)
     elif name == "dapo":
         res = run_dynamic_sampling(w, seed, steps, BATCH_SIZE, GROUP_SIZE, label=label, **opts)
+    elif name == "noise_told":
+        res = run_noise_told(w, seed, steps, BATCH_SIZE, GROUP_SIZE, **opts)
     else:
         res = run_scheduler(w, name, seed, steps, BATCH_SIZE, GROUP_SIZE, label=label, **opts)
     spent = {"flaky": float(np.mean(res.flaky_share)), "zero_var": float(np.mean(res.zero_var)),
@@ -180,7 +186,7 @@ def family_table(per_world: dict[str, dict[str, dict]], ms: dict[str, float],
                "ratio_q25": float(np.quantile(ratio, 0.25)), "ratio_q75": float(np.quantile(ratio, 0.75)),
                "ratio_min": float(ratio.min()), "share_median": float(np.median(share)),
                "share_q25": float(np.quantile(share, 0.25)), "share_q75": float(np.quantile(share, 0.75))}
-        if label.startswith("envsched"):
+        if label.startswith(("envsched", "noise_told")):
             flags = [below_best(w, label) for w in per_world.values()]
             row["below_best"] = f"{sum(f for f, _ in flags)}/{len(flags)}"
             row["worst_gap"] = max(g for _, g in flags)

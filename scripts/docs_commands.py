@@ -90,6 +90,7 @@ RULES = [
     Rule(r"benchmarks\.prediction_quality", "--seeds 1 --checkpoints 5", "1 seed, 1 checkpoint"),
     Rule(r"benchmarks\.scheduler_scaling", "--sizes 10000 --steps 2 --repeat 1", "10k tasks, 2 steps, once"),
     Rule(r"benchmarks\.metadata_ceiling", "--worlds 1", "1 world per mechanism"),
+    Rule(r"benchmarks[./]adapter_rows", "--rows 20000", "20k rows"),
     Rule(r"^git worktree add \.tmp/", "", "as written (the older checkout the scaling benchmark's --before reads)"),
     Rule(r"benchmarks\.baseline_sweep", "--worlds 1 --seeds 1 --steps 10 --workers 1", "1 world, 1 seed, 10 steps"),
     Rule(r"benchmarks\.world_family --quick", "", "as written (8 worlds x 2 seeds x 60 steps)"),

@@ -18,6 +18,7 @@ from .constraints import EnvQuota, SimilarityPenalty
 from .similarity import SimilarityUnion
 
 _MIN_CHUNK = 32  # smallest first block per environment (a step reads about two of them per environment)
+_BY_ENV_MIN_TASKS = 50_000  # from this pool size the capped fill reads each environment's order apart
 
 
 @dataclass
@@ -115,26 +116,26 @@ def fill_batch(
     def greedy(groups: list[np.ndarray | None], need: int, chunk: int, capped: bool) -> None:
         """Lazy greedy over the tasks of `groups` (None: every task), each group read in blocks of
         descending key and the groups merged by the best key each has not handed out yet: a group
-        is read only once that key could beat the heap, so with `capped` (the groups are the
-        environments, in order) one at its cap, or never near the top, costs no partition."""
+        is read only once that key could beat the heap. With `capped`, tasks of an environment at
+        its cap are skipped; if the groups are then the environments (in order), one at its cap,
+        or never near the top, costs no partition at all."""
         heap: list[tuple[float, int]] = []
         streams = [_descending(keys, g, chunk=chunk) for g in groups]
-        if capped:  # the groups are the environments: every one's best key in one pass
+        by_env = capped and len(groups) == num_envs > 1
+        if by_env:  # every environment's best key in one pass
             bound = np.full(num_envs, -np.inf)
             np.maximum.at(bound, env_ids, keys)
         else:
             bound = np.array([keys.max(initial=-np.inf) if g is None else keys[g].max(initial=-np.inf) for g in groups])
 
         def frontier() -> tuple[int, float]:  # the group whose unread tasks may hold the best key
-            open_bound = np.where(counts < hi, bound, -np.inf) if capped else bound
+            open_bound = np.where(counts < hi, bound, -np.inf) if by_env else bound
             g = int(np.argmax(open_bound))
             return g, float(open_bound[g])
 
-        def ok(i: np.ndarray | int) -> np.ndarray:
-            return counts[env_ids[i]] < hi[env_ids[i]] if capped else np.ones(np.shape(i), dtype=bool)
-
         g, front = frontier()
         got = 0
+        pop, push = heapq.heappop, heapq.heappush
         while got < need:
             if not heap or -heap[0][0] <= front:  # an unread task may win (a tie too: the heap orders ties by index)
                 if front == -np.inf:
@@ -144,32 +145,41 @@ def fill_batch(
                     bound[g] = -np.inf
                 else:
                     bound[g] = keys[block].min(initial=bound[g])  # nothing unread in the group lies above
-                    block = block[~taken[block] & ok(block)]
+                    block = block[~taken[block]]
+                    if capped:
+                        block = block[counts[env_ids[block]] < hi[env_ids[block]]]
                     entries = zip((weight * maxsim[block] - keys[block]).tolist(), block.tolist())
                     if block.size * 8 < len(heap):  # small next to the heap: pushes beat a new heapify
                         for entry in entries:
-                            heapq.heappush(heap, entry)
+                            push(heap, entry)
                     else:
                         heap.extend(entries)
                         heapq.heapify(heap)
                 g, front = frontier()
                 continue
-            neg, i = heapq.heappop(heap)
-            if taken[i] or not ok(i):
+            neg, i = pop(heap)
+            if taken[i]:
                 continue
+            if capped:
+                e = env_ids[i]
+                if counts[e] >= hi[e]:
+                    continue
             cur = keys[i] - weight * maxsim[i]
             if cur < -neg - 1e-12:  # stale: its penalty grew since it was pushed
-                heapq.heappush(heap, (-cur, i))
+                push(heap, (-cur, i))
                 continue
             take(i)
             got += 1
-            if capped and counts[env_ids[i]] >= hi[env_ids[i]]:  # its environment closed
+            if by_env and counts[e] >= hi[e]:  # its environment closed
                 g, front = frontier()
 
     members = env_members if env_members is not None else [np.flatnonzero(env_ids == e) for e in range(num_envs)]
     for e in np.flatnonzero(lo > 0).tolist():  # guaranteed minimum slots first
         greedy([members[e]], int(lo[e]), 2 * int(lo[e]), capped=False)
-    greedy(list(members), batch_size - len(chosen), max(_MIN_CHUNK, 2 * batch_size // max(1, len(members))), capped=True)
+    if keys.shape[0] >= _BY_ENV_MIN_TASKS:  # caps can skip most of the top: read environments apart
+        greedy(list(members), batch_size - len(chosen), max(_MIN_CHUNK, 2 * batch_size // max(1, num_envs)), capped=True)
+    else:  # a small pool: one order over every task costs less than a stream per environment
+        greedy([None], batch_size - len(chosen), 2 * batch_size, capped=True)
     relax = list(quota.relaxations) if quota is not None else []
     if len(chosen) < batch_size:  # caps could not be met with the tasks left: fill, and say so
         relax.append(f"caps left {batch_size - len(chosen)} slots empty; filled ignoring caps")

@@ -2,7 +2,8 @@
 
 from .family import make_world_family, sample_world_params
 from .learner import SimLearner
-from .loop import RunResult, run_class_informed, run_dynamic_sampling, run_informed, run_oracle, run_scheduler
+from .loop import (RunResult, run_class_informed, run_dynamic_sampling, run_informed, run_noise_told, run_oracle,
+                   run_scheduler)
 from .world import WORLD_PRESETS, SimWorld, SimWorldConfig, make_world
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "run_class_informed",
     "run_dynamic_sampling",
     "run_informed",
+    "run_noise_told",
     "run_oracle",
     "run_scheduler",
     "sample_world_params",

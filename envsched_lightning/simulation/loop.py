@@ -174,6 +174,23 @@ def run_class_informed(world: SimWorld, seed: int, steps: int = 120, batch_size:
     return run_informed(world, seed, steps, batch_size, group_size, untried="class", label="class_informed", **options)
 
 
+def run_noise_told(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
+                   **options: Any) -> RunResult:
+    """envsched told how much of each task's reward the policy decides (`SimLearner.policy_share`:
+    0 for a coin-flip task, 1 - chance in a stochastic environment), its predictions multiplied by
+    that share: what perfect detection of reward noise would be worth. A reference, never a
+    scheduler: nothing a trainer sees reveals the share."""
+    learner = SimLearner(world, seed=seed, group_size=group_size)
+    share = learner.policy_share(world.train_idx).astype(np.float32)
+
+    def tell(sched: Any) -> None:
+        own = sched.predict
+        sched.predict = lambda: own() * share
+
+    return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label="noise_told", setup=tell,
+                         learner=learner, **options)  # fmt: skip
+
+
 def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8) -> RunResult:
     """The ceiling no scheduler can reach: each step, the batch of tasks with the largest *true*
     learnable reward variance (`SimLearner.learnable_variance`: p (1 - p), over the number of checks

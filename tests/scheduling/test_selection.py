@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from envsched_lightning.scheduling.constraints import EnvQuota, SimilarityPenalty
+from envsched_lightning.scheduling import selection
 from envsched_lightning.scheduling.selection import _descending, fill_batch
 from envsched_lightning.scheduling.similarity import SparseSimilarity
 
@@ -77,7 +78,9 @@ def plain_fill(keys, batch, envs, lo, hi, sim, weight):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_fill_with_quotas_and_penalty_matches_a_plain_greedy(seed):
+@pytest.mark.parametrize("by_env", [False, True], ids=["one order", "one order per environment"])
+def test_fill_with_quotas_and_penalty_matches_a_plain_greedy(seed, by_env, monkeypatch):
+    monkeypatch.setattr(selection, "_BY_ENV_MIN_TASKS", 0 if by_env else 10**9)
     rng = np.random.default_rng(seed)
     n, num_envs, batch = 3000, 6, 64
     envs = rng.choice(num_envs, n, p=[0.5, 0.2, 0.1, 0.1, 0.05, 0.05])

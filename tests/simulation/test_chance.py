@@ -7,7 +7,7 @@ import pytest
 from benchmarks.world_family import main as family
 from envsched_lightning.scheduling import RolloutGroup, build_scheduler
 from envsched_lightning.scheduling.progress import ProgressTracker
-from envsched_lightning.simulation import SimLearner, SimWorldConfig, make_world, run_oracle, run_scheduler
+from envsched_lightning.simulation import SimLearner, SimWorldConfig, make_world, run_noise_told, run_oracle, run_scheduler
 
 FLAKY = SimWorldConfig(num_envs=4, tasks_per_env=(60, 80), heldout_per_env=10, flaky_envs=0.5, flaky_tasks=0.5,
                        stochastic_envs=0.25, seed=3)  # fmt: skip
@@ -101,3 +101,14 @@ def test_the_family_benchmark_reports_what_chance_costs(capsys):
     assert rows["oracle"]["flaky_rollouts"] == 0.0 and rows["random"]["flaky_rollouts"] > 0.0
     assert {"zero_var", "gain/1k_rollouts"} <= set(rows["envsched"])
     assert "with flaky verifiers and stochastic environments" in capsys.readouterr().out
+
+
+def test_told_the_reward_noise_envsched_stops_paying_for_coins():
+    """The `noise_told` reference (each prediction times the share of the reward the policy
+    decides): what perfect noise detection would buy, so its coin share falls to what coverage
+    alone still draws (0.35 -> 0.01 here)."""
+    world = make_world(FLAKY)
+    plain = run_scheduler(world, "envsched", 0, steps=60)
+    told = run_noise_told(world, 0, steps=60)
+    assert told.name == "noise_told" and len(told.scores) == 61
+    assert np.mean(told.flaky_share[20:]) < 0.2 * np.mean(plain.flaky_share[20:])
