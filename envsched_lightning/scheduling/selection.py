@@ -3,7 +3,9 @@
 Priorities come from the strategy; this module turns them into a batch that honours the
 environment quotas and the similarity penalty. The penalty only ever lowers a candidate's value,
 so a lazy-greedy heap is exact: a popped entry whose value is still current is the true maximum.
-Only the top few multiples of the batch are ever sorted, so a step stays O(N) at 1M tasks.
+Tasks enter the heap in blocks of descending priority, read only as far as the fill needs; on a
+large pool each environment is read apart, so one at its cap is never read again. Nothing is
+sorted beyond what the heap holds, so a step stays O(N) at 1M tasks.
 """
 
 from __future__ import annotations
