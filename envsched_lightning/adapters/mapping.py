@@ -104,7 +104,7 @@ class TaskIndex:
         same = _same_bytes(asked.buf, asked.starts, cand, self.table.keys, self.table.key_starts, task)
         same &= asked.env[cand] == self.table.env_ids[task]
         found[cand[same]] = task[same]
-        # a pool with two keys of one hash (about 1 in 10^7 for a million tasks): look at each of them
+        # two keys of one hash (odds about 3 in 10^8 for a million tasks): compare with each pool key of it
         for j in cand[~same].tolist():
             lo, hi = np.searchsorted(self._sorted, h[j], "left"), np.searchsorted(self._sorted, h[j], "right")
             for i in self._order[lo:hi].tolist():
