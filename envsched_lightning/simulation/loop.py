@@ -114,7 +114,7 @@ KNOWLEDGE = {"untried": (None, "class"), "tried": (None, "last", "now")}  # what
 
 def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
                  untried: str | None = "class", tried: str | None = None, gain: bool = False,
-                 label: str | None = None, **options: Any) -> RunResult:
+                 noise: bool = False, label: str | None = None, **options: Any) -> RunResult:
     """envsched, except that some predictions are replaced by what only the simulator knows: a
     reference for how far better knowledge of one kind would take it, never a scheduler.
 
@@ -131,12 +131,16 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
     held-out gain per unit of group std (`SimLearner.heldout_gain`) over its mean across tasks,
     so the ranking is by expected held-out progress rather than by spread alone. That takes
     knowing which skills the held-out tasks are limited by, which depends on the held-out set and
-    on how the learner generalises: both hidden from a scheduler."""
+    on how the learner generalises: both hidden from a scheduler.
+    `noise=True`: every prediction is multiplied by the share of the task's reward the policy
+    decides (`SimLearner.policy_share`: 0 for a coin-flip task, 1 - chance in a stochastic
+    environment), which nothing a trainer sees reveals."""
     if untried not in KNOWLEDGE["untried"] or tried not in KNOWLEDGE["tried"]:
         raise ValueError(f"untried in {KNOWLEDGE['untried']}, tried in {KNOWLEDGE['tried']}; got {untried!r}, {tried!r}")
     learner = SimLearner(world, seed=seed, group_size=group_size)
     classes = spec_classes(world.specs)
     class_size = np.bincount(classes)
+    share = learner.policy_share(world.train_idx).astype(np.float32)  # fixed for the run
 
     def inform(sched: Any) -> None:
         own = sched.predict
@@ -151,6 +155,8 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
                 out = np.where(observed, out, truth[classes])
             if tried is not None:
                 out = np.where(observed, learner.informativeness_at(p if tried == "now" else learner.last_pass_rate), out)
+            if noise:
+                out = out * share
             if gain:
                 held_out = learner.heldout_gain()
                 if held_out.mean() > 0:
@@ -160,7 +166,7 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
         sched.predict = predict
 
     name = label or "_".join(["informed"] + [f"{k}_{v}" for k, v in (("untried", untried), ("tried", tried)) if v]
-                             + (["gain"] if gain else []))
+                             + (["noise"] if noise else []) + (["gain"] if gain else []))
     return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label=name, setup=inform,
                          learner=learner, **options)
 
@@ -176,19 +182,10 @@ def run_class_informed(world: SimWorld, seed: int, steps: int = 120, batch_size:
 
 def run_noise_told(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,
                    **options: Any) -> RunResult:
-    """envsched told how much of each task's reward the policy decides (`SimLearner.policy_share`:
-    0 for a coin-flip task, 1 - chance in a stochastic environment), its predictions multiplied by
-    that share: what perfect detection of reward noise would be worth. A reference, never a
-    scheduler: nothing a trainer sees reveals the share."""
-    learner = SimLearner(world, seed=seed, group_size=group_size)
-    share = learner.policy_share(world.train_idx).astype(np.float32)
-
-    def tell(sched: Any) -> None:
-        own = sched.predict
-        sched.predict = lambda: own() * share
-
-    return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label="noise_told", setup=tell,
-                         learner=learner, **options)  # fmt: skip
+    """envsched told how much of each task's reward the policy decides (`run_informed(noise=True)`,
+    no other knowledge): what perfect detection of reward noise would be worth."""
+    return run_informed(world, seed, steps, batch_size, group_size, untried=None, noise=True, label="noise_told",
+                        **options)  # fmt: skip
 
 
 def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8) -> RunResult:
