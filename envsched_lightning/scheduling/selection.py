@@ -177,11 +177,14 @@ def fill_batch(
             if by_env and counts[e] >= hi[e]:  # its environment closed
                 g, front = frontier()
 
-    members = env_members if env_members is not None else [np.flatnonzero(env_ids == e) for e in range(num_envs)]
+    def members(e: int) -> np.ndarray:
+        return env_members[e] if env_members is not None else np.flatnonzero(env_ids == e)
+
     for e in np.flatnonzero(lo > 0).tolist():  # guaranteed minimum slots first
-        greedy([members[e]], int(lo[e]), 2 * int(lo[e]), capped=False)
+        greedy([members(e)], int(lo[e]), 2 * int(lo[e]), capped=False)
     if keys.shape[0] >= _BY_ENV_MIN_TASKS:  # caps can skip most of the top: read environments apart
-        greedy(list(members), batch_size - len(chosen), max(_MIN_CHUNK, 2 * batch_size // max(1, num_envs)), capped=True)
+        greedy([members(e) for e in range(num_envs)], batch_size - len(chosen),
+               max(_MIN_CHUNK, 2 * batch_size // max(1, num_envs)), capped=True)  # fmt: skip
     else:  # a small pool: one order over every task costs less than a stream per environment
         greedy([None], batch_size - len(chosen), 2 * batch_size, capped=True)
     relax = list(quota.relaxations) if quota is not None else []
