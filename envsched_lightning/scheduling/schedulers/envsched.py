@@ -432,6 +432,16 @@ class EnvSchedScheduler(Scheduler):
             "additive": None if self.additive is None else self.additive.state_dict() | {"group_size": self.group_size},
         }
 
+    def load_state_dict(self, state: dict) -> None:
+        """As `Scheduler.load_state_dict`, after checking that the checkpoint has the state of every
+        option that is on now, so a refused checkpoint leaves this scheduler as it was."""
+        extra = state.get("extra") or {}
+        if self.progress is not None:
+            _required(extra, "progress", "tracks learning progress", "progress state")
+        if self.additive is not None:
+            _required(extra, "additive", "has the additive candidate", "additive model")
+        super().load_state_dict(state)
+
     def _load_extra_state(self, state: dict) -> None:
         with retained_heap(self.num_tasks):  # full propagation passes: see heap.py
             self._load_extra_state_now(state)
