@@ -28,6 +28,9 @@ of their rollouts), and adds per scheduler the medians over worlds of `flaky_rol
 its rollouts spent on coin-flip tasks, known to the simulator only), `zero_var` (its zero-variance
 group share: a coin flip wins it without teaching anything) and `gain/1k_rollouts` (held-out score
 gained per 1,000 rollouts). The oracle ranks by learnable variance (none on a coin-flip task).
+A coin-flip task's trajectory follows its coin by default (chance within the episode, as with a
+stochastic simulated user); `--judge` casts the coins after the episode (a judge's verdict), so
+the trajectory, and its length, is the policy's own: what envsched's `dependence` option reads.
 `noise_told [key=value ...]` is envsched (with those options) told the share of each task's reward
 the policy decides (`run_noise_told`): what perfect detection of reward noise would be worth, a
 reference like the oracle.
@@ -212,6 +215,8 @@ def main(argv: list[str] | None = None) -> dict:
                    "both: --worlds of each, a table per mechanism and one over all")  # fmt: skip
     p.add_argument("--chance", action="store_true", help="the same drawn worlds with flaky verifiers and stochastic "
                    "environments (rewards partly or wholly by chance); adds the rollout columns")  # fmt: skip
+    p.add_argument("--judge", action="store_true", help="with --chance: the coin-flip verdicts are cast by a judge "
+                   "after the episode, so a coin-flip task's trajectory is the policy's own (same draws)")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="8 worlds x 2 seeds x 60 steps, no named worlds")
     p.add_argument("--no-named", action="store_true", help="skip the three named worlds")
     p.add_argument("--labels", nargs="*", default=None, help='rows, each "<scheduler> [key=value ...]" or "oracle"; default: ' + ", ".join(DEFAULT_LABELS))
@@ -221,13 +226,15 @@ def main(argv: list[str] | None = None) -> dict:
     a = p.parse_args(argv)
     if a.quick:
         a.worlds, a.seeds, a.steps, a.no_named = 8, 2, 60, True
+    if a.judge and not a.chance:
+        p.error("--judge needs --chance")
     labels = a.labels or list(DEFAULT_LABELS)
     for label in labels:
         parse_label(label)  # a typo fails here, not after the other runs
     labels = ["random"] + [x for x in labels if x != "random"]
     mechanisms = list(MECHANISMS) if a.mechanism == "both" else [a.mechanism]
     configs = {f"{'w' if m == 'template' else 'c'}{i:02d}": c for m in mechanisms
-               for i, c in enumerate(make_world_family(a.worlds, a.family_seed, chance=a.chance, mechanism=m))}  # fmt: skip
+               for i, c in enumerate(make_world_family(a.worlds, a.family_seed, chance=a.chance, mechanism=m, judge=a.judge))}  # fmt: skip
     named = {} if a.no_named else named_worlds()
     configs.update(named)
     jobs = [(k, label, s, a.steps) for k in configs for label in labels for s in range(a.seeds)]
@@ -256,6 +263,7 @@ def main(argv: list[str] | None = None) -> dict:
     spent = spent_mean if a.chance else None
     out = {"family": family_table(drawn, mean_ms, spent) if drawn else [], "wall_s": wall}
     kind = " with flaky verifiers and stochastic environments" if a.chance else ""
+    kind += " (coins cast by a judge after the episode)" if a.judge else ""
     if len(mechanisms) > 1 and drawn:
         for m in mechanisms:
             mine = {k: v for k, v in drawn.items() if k[0] == ("w" if m == "template" else "c")}

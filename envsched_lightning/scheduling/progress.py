@@ -24,6 +24,20 @@ import numpy as np
 from .types import RolloutGroup, group_stats
 
 
+def null_share(stat: np.ndarray) -> float:
+    """Estimated share of tasks without the effect among those whose statistic `stat` is |N(0, 1)|
+    without it (a trend's or a dependence's z): how many more of them fall below 1 than tasks with the
+    effect would explain (Storey's estimator at lambda = 1: |N(0, 1)| is below 1 with probability
+    0.683), shrunk toward 1/2 by 10 pseudo-tasks while few are known."""
+    return float(np.clip(((stat <= 1.0).sum() + 0.683 * 10 * 0.5) / (0.683 * (stat.size + 10)), 0.0, 1.0))
+
+
+def discount(stat: np.ndarray, share: float, floor: float, full: float) -> np.ndarray:
+    """float[N] in [floor, 1]: stat / `full` (a statistic `full` standard errors from zero counts
+    fully), never below `floor`, and that discount applied as far as `share` of the tasks lack the effect."""
+    return 1.0 - share * (1.0 - np.clip(stat / full, floor, 1.0))
+
+
 class ProgressTracker:
     """Per-task trend of group means over picks, as flat arrays (O(1) per group, 6 floats per task)."""
 
@@ -68,22 +82,17 @@ class ProgressTracker:
         return np.where(n >= 3, np.nan_to_num(t, nan=0.0, posinf=0.0), 0.0)
 
     def null_share(self, t: np.ndarray | None = None) -> float:
-        """Estimated share of flat tasks among those with enough picks and varied rewards: how many
-        more of their trend statistics fall below 1 than learning tasks would explain. A trend
-        statistic of a task that does not move is |N(0, 1)|, below 1 with probability 0.683
-        (Storey's estimator at lambda = 1), shrunk toward 1/2 by 10 pseudo-tasks while few are known."""
+        """Estimated share of flat tasks among those with enough picks and varied rewards (`null_share`
+        of their trend statistics)."""
         ready = (self.n >= self.min_picks) & (self.noise / np.maximum(self.n, 1.0) > 1e-3)
-        t = (self.slope_t() if t is None else t)[ready]  # `t`: `slope_t()` when the caller has it already
-        return float(np.clip(((t <= 1.0).sum() + 0.683 * 10 * 0.5) / (0.683 * (t.size + 10)), 0.0, 1.0))
+        return null_share((self.slope_t() if t is None else t)[ready])  # `t`: `slope_t()` when the caller has it
 
     def learnability(self) -> np.ndarray:
-        """float[N] in [floor, 1]: how much of a task's reward variance to believe is learnable. A flat
-        trend is discounted as far as flat tasks are common in this pool (`null_share`): where every
-        task learns, a slow one is not a coin."""
+        """float[N] in [floor, 1]: how much of a task's reward variance to believe is learnable
+        (`discount` of the trend statistic: a flat trend discounted as far as flat tasks are common in
+        this pool; where every task learns, a slow one is not a coin)."""
         t = self.slope_t()
-        factor = np.clip(t / self.t_full, self.floor, 1.0)
-        factor = 1.0 - self.null_share(t) * (1.0 - factor)
-        return np.where(self.n >= self.min_picks, factor, 1.0)
+        return np.where(self.n >= self.min_picks, discount(t, self.null_share(t), self.floor, self.t_full), 1.0)
 
     def state_dict(self) -> dict:
         return {k: getattr(self, k).copy() for k in self.SUMS}

@@ -59,6 +59,7 @@ class ComposedWorldConfig:
     flaky_tasks: float = 0.45
     stochastic_envs: float = 0.0
     stochastic_level: tuple[float, float] = (0.2, 0.5)
+    flaky_judge: bool = False
     seed: int = 0
 
     def __post_init__(self) -> None:

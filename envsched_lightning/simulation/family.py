@@ -99,21 +99,23 @@ CHANCE_RANGES: dict[str, tuple[float, float]] = {
 }
 
 
-def with_chance(cfg: SimWorldConfig, rng: np.random.Generator) -> SimWorldConfig:
+def with_chance(cfg: SimWorldConfig, rng: np.random.Generator, judge: bool = False) -> SimWorldConfig:
     """`cfg` plus flaky verifiers (a share of environments where a share of tasks is a coin flip
-    whatever the policy does) and stochastic environments, drawn from `CHANCE_RANGES`."""
-    return replace(cfg, **{k: float(rng.uniform(*r)) for k, r in CHANCE_RANGES.items()})
+    whatever the policy does) and stochastic environments, drawn from `CHANCE_RANGES`; `judge`: the
+    coins are a judge's verdicts cast after the episode (`flaky_judge`), same draws."""
+    return replace(cfg, **{k: float(rng.uniform(*r)) for k, r in CHANCE_RANGES.items()}, flaky_judge=judge)
 
 
 MECHANISMS = ("template", "composed")
 
 
-def make_world_family(n: int, seed: int = 0, chance: bool = False,
-                      mechanism: str = "template") -> list[SimWorldConfig | ComposedWorldConfig]:
+def make_world_family(n: int, seed: int = 0, chance: bool = False, mechanism: str = "template",
+                      judge: bool = False) -> list[SimWorldConfig | ComposedWorldConfig]:
     """`n` drawn world configurations, reproducible from `seed` (pass each to `build_world`).
     `mechanism`: "template" (`world.make_world`: templated tasks, bottleneck skills) or "composed"
     (`composed.make_composed_world`: tasks compose skills, every step must succeed).
-    `chance=True`: the same worlds, each with flaky verifiers and stochastic environments."""
+    `chance=True`: the same worlds, each with flaky verifiers and stochastic environments; `judge=True`
+    as well: their coins cast by a judge after the episode (`SimWorldConfig.flaky_judge`)."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if mechanism == "composed":
@@ -124,7 +126,7 @@ def make_world_family(n: int, seed: int = 0, chance: bool = False,
         worlds = [sample_world_params(rng) for _ in range(n)]
     if chance:
         chance_rng = np.random.default_rng([seed, 2025])
-        worlds = [with_chance(w, chance_rng) for w in worlds]
+        worlds = [with_chance(w, chance_rng, judge) for w in worlds]
     return worlds
 
 

@@ -68,6 +68,7 @@ class SimLearner:
         self.checks = np.where(world.continuous[world.train_idx], world.config.checks, 1)
         self._clean_std: dict[int, float] = {}  # noisy rewards: each last group's noise-free std
         self._chance_world = bool(world.flaky.any() or (world.chance > 0).any())
+        self._judged = world.flaky & bool(world.config.flaky_judge)  # bool[T]: coins cast after the episode
         # per task (train and held-out): the skills it needs, padded with -1
         self._needs = np.full((len(world.skills), max(map(len, world.skills), default=1)), -1, dtype=np.int64)
         for t, k in enumerate(world.skills):
@@ -156,6 +157,7 @@ class SimLearner:
         for i, t, pt, pp in zip(indices, tasks, p, policy):
             passed = self.rng.random((self.group_size, int(self.checks[i]))) < pp
             clean = None
+            own = passed.mean(1)  # the policy's own outcome, which its trajectory follows
             if self._chance_world:  # chance decides some rollouts (stochastic environment) or all (flaky task)
                 clean = self._by_chance(int(t), passed)
             flipped = None
@@ -168,7 +170,9 @@ class SimLearner:
                 clean = float((passed ^ flipped).mean(1).std())
             if clean is not None:
                 self._clean_std[int(i)] = clean
-            lengths = self.world.n_calls[t] + self.rng.integers(0, 2, self.group_size) * (1 - r)
+            # a judge's coin is cast after the trajectory, which stays the policy's (`flaky_judge`)
+            done = own if self._judged[t] else r
+            lengths = self.world.n_calls[t] + self.rng.integers(0, 2, self.group_size) * (1 - done)
             groups.append(RolloutGroup(int(i), r.tolist(), lengths.tolist()))
         self.rollouts += len(indices) * self.group_size
         return groups

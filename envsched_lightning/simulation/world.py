@@ -55,6 +55,9 @@ class SimWorldConfig:
     flaky_tasks: float = 0.45  # in such an environment, the share of tasks whose reward is a coin flip
     stochastic_envs: float = 0.0  # share of environments where chance decides part of every rollout
     stochastic_level: tuple[float, float] = (0.2, 0.5)  # there, the chance a rollout's outcome is a coin flip
+    # how a flaky task's coin is cast: False, within the episode (a stochastic simulated user), so the
+    # trajectory follows the outcome; True, by a judge after it, so the trajectory is the policy's own
+    flaky_judge: bool = False
 
     def __post_init__(self) -> None:
         if self.size_dist not in ("uniform", "loguniform") or self.score_over not in ("envs", "tasks"):

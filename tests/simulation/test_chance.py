@@ -1,11 +1,15 @@
 """Rewards decided by chance: flaky verifiers and stochastic environments in the simulated worlds,
-what they cost a variance-seeking scheduler, and the learning-progress signal that tells them apart."""
+what they cost a variance-seeking scheduler, and the signals that tell them apart: learning progress,
+and whether a task's reward depends on its trajectory."""
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from benchmarks.world_family import main as family
 from envsched_lightning.scheduling import RolloutGroup, build_scheduler
+from envsched_lightning.scheduling.dependence import DependenceTracker
 from envsched_lightning.scheduling.progress import ProgressTracker
 from envsched_lightning.simulation import SimLearner, SimWorldConfig, make_world, run_noise_told, run_oracle, run_scheduler
 
@@ -112,3 +116,72 @@ def test_told_the_reward_noise_envsched_stops_paying_for_coins():
     told = run_noise_told(world, 0, steps=60)
     assert told.name == "noise_told" and len(told.scores) == 61
     assert np.mean(told.flaky_share[20:]) < 0.2 * np.mean(plain.flaky_share[20:])
+
+
+def _length_reward_correlation(world, tasks, seed=0, picks=40):
+    """Mean correlation of reward and trajectory length within the groups of `tasks` whose rewards vary."""
+    learner = SimLearner(world, seed=seed)
+    corr = [np.corrcoef(g.rewards, g.lengths)[0, 1] for _ in range(picks) for g in learner.rollout(tasks.tolist())
+            if g.std > 0 and np.std(g.lengths) > 0]  # fmt: skip
+    return float(np.mean(corr))
+
+
+def test_a_judges_coin_leaves_the_trajectory_to_the_policy():
+    """Chance within the episode (the default: a stochastic simulated user) moves the trajectory with
+    the outcome; a judge's coin (`flaky_judge`) is cast after it, so a coin-flip task's trajectory
+    length no longer goes with its reward, while a task the policy decides keeps that link."""
+    episode, judged = make_world(FLAKY), make_world(replace(FLAKY, flaky_judge=True))
+    coins = np.flatnonzero(episode.flaky[episode.train_idx])[:16]
+    p = SimLearner(judged, seed=0).pass_rate(judged.train_idx)
+    policy = np.flatnonzero(~judged.flaky[judged.train_idx] & (judged.chance[judged.train_idx] == 0) & (abs(p - 0.5) < 0.3))
+    assert policy.size >= 8
+    assert _length_reward_correlation(episode, coins) < -0.2  # the trajectory follows the coin
+    assert abs(_length_reward_correlation(judged, coins)) < 0.1
+    assert _length_reward_correlation(judged, policy) < -0.2
+    np.testing.assert_array_equal(judged.flaky_p, episode.flaky_p)  # the same coins, cast at another time
+
+
+def lengths_group(i: int, p: float, rng: np.random.Generator, depends: bool, g: int = 8) -> RolloutGroup:
+    """A group whose failures take a turn longer when the policy decides the reward, or whose
+    lengths ignore a coin's reward."""
+    rewards = (rng.random(g) < p).astype(float)
+    failed = 1.0 - (rewards if depends else (rng.random(g) < p).astype(float))
+    return RolloutGroup(i, rewards.tolist(), (3.0 + failed + rng.integers(0, 2, g)).tolist())
+
+
+def test_dependence_discounts_a_task_whose_reward_ignores_its_trajectory():
+    rng = np.random.default_rng(0)
+    tracker = DependenceTracker(100, min_groups=2, floor=0.05)
+    for _ in range(4):  # tasks 0-59: failures run longer; 60-99: the reward is a coin the lengths ignore
+        tracker.observe([lengths_group(i, 0.5, rng, depends=i < 60) for i in range(100)])
+    factor = tracker.learnability()  # 40% of the pool independent: a coin is discounted by 40% at most
+    assert factor[:60].mean() > 0.95 and factor[60:].mean() < 0.8
+    assert np.median(tracker.z_score()[60:]) < 1.0 < np.median(tracker.z_score()[:60])
+    mostly_coins = DependenceTracker(100, min_groups=2, floor=0.05)
+    for _ in range(4):
+        mostly_coins.observe([lengths_group(i, 0.5, rng, depends=i < 10) for i in range(100)])
+    factor = mostly_coins.learnability()  # where independence is the rule, a coin keeps about half
+    assert factor[:10].mean() > 0.95 and factor[10:].mean() < 0.6
+    quiet = DependenceTracker(3)
+    quiet.observe([RolloutGroup(0, [1.0, 0.0] * 4), RolloutGroup(1, [1.0] * 8, [3.0] * 8),
+                   RolloutGroup(2, [1.0, 0.0] * 4, [2.0] * 8)])  # no lengths, constant rewards, constant lengths
+    assert (quiet.n == 0).all() and (quiet.learnability() == 1.0).all()  # no evidence: no verdict
+    with pytest.raises(ValueError, match="min_groups must be >= 1"):
+        DependenceTracker(3, min_groups=0)
+
+
+def test_envsched_with_dependence_spends_less_on_judged_coins_and_resumes_its_state():
+    world = make_world(replace(FLAKY, flaky_judge=True))
+    kept = {}
+    plain = run_scheduler(world, "envsched", 0, steps=60)
+    tracked = run_scheduler(world, "envsched", 0, steps=60, setup=lambda s: kept.setdefault("s", s), dependence=True)
+    assert np.mean(tracked.flaky_share[20:]) < 0.7 * np.mean(plain.flaky_share[20:])
+    sched = kept["s"]
+    assert all("learnability" in row for row in sched.last_decision().rows)
+    again = build_scheduler("envsched", world.specs, seed=0, dependence=True)
+    again.load_state_dict(sched.state_dict())
+    np.testing.assert_array_equal(again.dependence.learnability(), sched.dependence.learnability())
+    assert again.select(8) == sched.select(8)
+    without = build_scheduler("envsched", world.specs, seed=0).state_dict()
+    with pytest.raises(ValueError, match="no dependence state.*scheduler.dependence=false"):
+        build_scheduler("envsched", world.specs, seed=0, dependence=True).load_state_dict(without)

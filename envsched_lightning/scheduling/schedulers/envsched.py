@@ -22,6 +22,7 @@ from ..constraints import EnvQuota, SimilarityPenalty
 from ..features import HISTORY_DIM, STATIC_DIM, history_features
 from ..graph import INTRA, TaskGraph
 from ..heap import retained_heap
+from ..dependence import DependenceTracker
 from ..progress import ProgressTracker
 from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..additive import AdditiveModel
@@ -70,6 +71,8 @@ class EnvSchedScheduler(Scheduler):
         progress: bool = False,
         progress_min_picks: int = 4,
         progress_floor: float = 0.05,
+        dependence: bool = False,
+        dependence_min_groups: int = 1,
         additive: bool = False,
         additive_ridge: float = 2.0,
         **kw: Any,
@@ -91,7 +94,7 @@ class EnvSchedScheduler(Scheduler):
         check_number("explore_untried", explore_untried, 0.0)
         check_number("additive_ridge", additive_ridge, 0.0, low_open=True)
         for name, value in dict(cross_edges=cross_edges, use_gnn=use_gnn, calibrate=calibrate, gate=gate,
-                                progress=progress, additive=additive).items():  # fmt: skip
+                                progress=progress, dependence=dependence, additive=additive).items():  # fmt: skip
             check_bool(name, value)
         super().__init__(specs, seed=seed, **kw)
         self.cross_edges, self.cross_weight, self.cross_refresh_every = cross_edges, cross_weight, cross_refresh_every
@@ -128,6 +131,9 @@ class EnvSchedScheduler(Scheduler):
         self.explore_untried = explore_untried
         # learning progress: a task whose reward scatters without a trend over its picks is discounted
         self.progress = ProgressTracker(self.num_tasks, progress_min_picks, progress_floor) if progress else None
+        # reward dependence: a task whose reward ignores the trajectory (a coin-flip verifier) is discounted
+        check_number("dependence_min_groups", dependence_min_groups, 1, integer=True)
+        self.dependence = DependenceTracker(self.num_tasks, dependence_min_groups, progress_floor) if dependence else None
         self.relations = (("none", "intra", "cross") if cross_edges else ("none", "intra")) if gate else \
             (("cross",) if cross_edges else ("intra",))
         # composition: an additive model over metadata tokens, one more candidate for the gate to weigh
@@ -327,11 +333,12 @@ class EnvSchedScheduler(Scheduler):
         learnable = (pred >= 0.05) | ~self.history.observed
         if self.explore_untried > 0:
             noise = noise + self._posterior_draw(pred)
-        if self.progress is None:
+        trackers = [t for t in (self.progress, self.dependence) if t is not None]
+        if not trackers:
             return {"priority": pred + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus}
-        trend = self.progress.learnability().astype(np.float32)
-        return {"priority": pred * trend + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus,
-                "learnability": trend}  # fmt: skip
+        factor = np.prod([t.learnability() for t in trackers], axis=0).astype(np.float32)
+        return {"priority": pred * factor + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus,
+                "learnability": factor}  # fmt: skip
 
     def _posterior_draw(self, pred: np.ndarray) -> np.ndarray:
         """Experimental (`explore_untried`, off by default): Thompson-style exploration of never-tried
@@ -351,8 +358,9 @@ class EnvSchedScheduler(Scheduler):
 
     # -- learning ----------------------------------------------------------------------------
     def _observe(self, groups) -> None:
-        if self.progress is not None:
-            self.progress.observe(groups)
+        for tracker in (self.progress, self.dependence):
+            if tracker is not None:
+                tracker.observe(groups)
         nodes, _, std, _ = group_stats(groups)
         y = np.minimum(1.0, 2 * std).astype(np.float32)
         first = self.history.count[nodes] == 0
@@ -426,6 +434,7 @@ class EnvSchedScheduler(Scheduler):
             "gnn_correction": None if self._gnn_correction is None else self._gnn_correction.copy(),
             "last_nodes": self._last_nodes.copy(),
             "progress": None if self.progress is None else self.progress.state_dict(),
+            "dependence": None if self.dependence is None else self.dependence.state_dict(),
             # the propagated sums as the run has them (incrementally updated): a resume continues from
             # these exact values instead of recomputing them over every edge
             "ppr": [(p.s.copy(), p.f.copy()) for p in (self.ppr, self.ppr_intra) if p is not None],
@@ -438,6 +447,8 @@ class EnvSchedScheduler(Scheduler):
         extra = state.get("extra") or {}
         if self.progress is not None:
             _required(extra, "progress", "tracks learning progress", "progress state")
+        if self.dependence is not None:
+            _required(extra, "dependence", "tracks reward dependence", "dependence state")
         if self.additive is not None:
             _required(extra, "additive", "has the additive candidate", "additive model")
         super().load_state_dict(state)
@@ -473,6 +484,8 @@ class EnvSchedScheduler(Scheduler):
         self._last_nodes = np.asarray(state.get("last_nodes", ()), dtype=np.int64).copy()
         if self.progress is not None:
             self.progress.load_state_dict(_required(state, "progress", "tracks learning progress", "progress state"))
+        if self.dependence is not None:
+            self.dependence.load_state_dict(_required(state, "dependence", "tracks reward dependence", "dependence state"))
         if self.additive is not None:
             additive = _required(state, "additive", "has the additive candidate", "additive model")
             self.additive.load_state_dict(additive)
