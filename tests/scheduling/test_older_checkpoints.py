@@ -55,7 +55,8 @@ def test_envsched_resumes_an_older_checkpoint_with_its_history_and_state():
     assert sched.history.step == 16
 
 
-@pytest.mark.parametrize("option, what", [("progress", "progress state"), ("additive", "additive model")])
+@pytest.mark.parametrize("option, what", [("progress", "progress state"), ("dependence", "dependence state"),
+                                          ("additive", "additive model")])
 def test_an_option_the_older_checkpoint_lacks_is_refused_with_how_to_resume(option, what):
     sched = build_scheduler("envsched", writer.pool(), seed=3, **{option: True})
     with pytest.raises(ValueError, match=f"no {what}.*resume with scheduler.{option}=false"):

@@ -7,7 +7,8 @@ them), optionally blended with an online-trained relation-aware GNN (`use_gnn`, 
 it did not beat the closed form over the world family) whose weight is earned the same way; add
 a coverage bonus for rarely or long-ago tried tasks whose weight decays over training; fill the
 batch greedily under environment quotas and the similarity penalty. Every signal comes from groups
-the trainer already ran: no exploratory rollouts.
+the trainer already ran: no exploratory rollouts. Options `progress` and `dependence` discount tasks
+whose reward variance looks like chance (no trend over picks; no link to the trajectory).
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class EnvSchedScheduler(Scheduler):
                                 gnn_min_observations=gnn_min_observations, gnn_refresh_period=gnn_refresh_period,
                                 gnn_full_graph_max=gnn_full_graph_max).items():  # fmt: skip
             check_number(name, value, 0, integer=True)
-        for name, value in dict(gnn_hidden=gnn_hidden, gnn_train_steps=gnn_train_steps, ppr_iters=ppr_iters).items():
+        for name, value in dict(gnn_hidden=gnn_hidden, gnn_train_steps=gnn_train_steps, ppr_iters=ppr_iters,
+                                dependence_min_groups=dependence_min_groups).items():
             check_number(name, value, 1, integer=True)
         for name, value in dict(cross_weight=cross_weight, coverage=coverage, own_weight=own_weight,
                                 ppr_alpha=ppr_alpha).items():  # fmt: skip
@@ -132,7 +134,6 @@ class EnvSchedScheduler(Scheduler):
         # learning progress: a task whose reward scatters without a trend over its picks is discounted
         self.progress = ProgressTracker(self.num_tasks, progress_min_picks, progress_floor) if progress else None
         # reward dependence: a task whose reward ignores the trajectory (a coin-flip verifier) is discounted
-        check_number("dependence_min_groups", dependence_min_groups, 1, integer=True)
         self.dependence = DependenceTracker(self.num_tasks, dependence_min_groups, progress_floor) if dependence else None
         self.relations = (("none", "intra", "cross") if cross_edges else ("none", "intra")) if gate else \
             (("cross",) if cross_edges else ("intra",))
