@@ -22,16 +22,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .progress import discount, null_share
+from .progress import TaskSums, discount, null_share
 from .types import RolloutGroup
 
 _MIN_GROUP = 4  # a correlation's Fisher z has variance 1 / (G - 3)
 
 
-class DependenceTracker:
+class DependenceTracker(TaskSums):
     """Per task: the signed sum of the groups' standardised correlation z and their number (2 floats)."""
 
     SUMS = ("n", "z")
+    NAME = "dependence"
 
     def __init__(self, num_tasks: int, min_groups: int = 1, floor: float = 0.05, z_full: float = 2.0) -> None:
         if min_groups < 1:
@@ -67,15 +68,3 @@ class DependenceTracker:
         z = self.z_score()
         ready = self.n >= self.min_groups
         return np.where(ready, discount(z, null_share(z[ready]), self.floor, self.z_full), 1.0)
-
-    def state_dict(self) -> dict:
-        return {k: getattr(self, k).copy() for k in self.SUMS}
-
-    def load_state_dict(self, state: dict) -> None:
-        arrays = {k: np.asarray(state[k], dtype=np.float64) for k in self.SUMS}
-        for k, arr in arrays.items():
-            if arr.shape != self.n.shape or not np.isfinite(arr).all():
-                raise ValueError(f"dependence.{k}: shape {arr.shape} (expected {self.n.shape}) or non-finite values")
-        for k, arr in arrays.items():
-            setattr(self, k, arr.copy())
-

@@ -38,10 +38,31 @@ def discount(stat: np.ndarray, share: float, floor: float, full: float) -> np.nd
     return 1.0 - share * (1.0 - np.clip(stat / full, floor, 1.0))
 
 
-class ProgressTracker:
+class TaskSums:
+    """Per-task running sums as float arrays named in `SUMS` (the first, `n`, counts), checkpointed by
+    `NAME`: a loaded state is checked whole (shapes, finite values) before any array is set."""
+
+    SUMS: tuple[str, ...] = ()
+    NAME = "sums"
+    n: np.ndarray
+
+    def state_dict(self) -> dict:
+        return {k: getattr(self, k).copy() for k in self.SUMS}
+
+    def load_state_dict(self, state: dict) -> None:
+        arrays = {k: np.asarray(state[k], dtype=np.float64) for k in self.SUMS}
+        for k, arr in arrays.items():
+            if arr.shape != self.n.shape or not np.isfinite(arr).all():
+                raise ValueError(f"{self.NAME}.{k}: shape {arr.shape} (expected {self.n.shape}) or non-finite values")
+        for k, arr in arrays.items():
+            setattr(self, k, arr.copy())
+
+
+class ProgressTracker(TaskSums):
     """Per-task trend of group means over picks, as flat arrays (O(1) per group, 6 floats per task)."""
 
     SUMS = ("n", "sx", "sxx", "sy", "sxy", "noise")
+    NAME = "progress"
 
     def __init__(self, num_tasks: int, min_picks: int = 4, floor: float = 0.05, t_full: float = 2.0) -> None:
         if min_picks < 3:
@@ -93,14 +114,3 @@ class ProgressTracker:
         this pool; where every task learns, a slow one is not a coin)."""
         t = self.slope_t()
         return np.where(self.n >= self.min_picks, discount(t, self.null_share(t), self.floor, self.t_full), 1.0)
-
-    def state_dict(self) -> dict:
-        return {k: getattr(self, k).copy() for k in self.SUMS}
-
-    def load_state_dict(self, state: dict) -> None:
-        arrays = {k: np.asarray(state[k], dtype=np.float64) for k in self.SUMS}
-        for k, arr in arrays.items():
-            if arr.shape != self.n.shape or not np.isfinite(arr).all():
-                raise ValueError(f"progress.{k}: shape {arr.shape} (expected {self.n.shape}) or non-finite values")
-        for k, arr in arrays.items():
-            setattr(self, k, arr.copy())
