@@ -157,7 +157,8 @@ class SimLearner:
         for i, t, pt, pp in zip(indices, tasks, p, policy):
             passed = self.rng.random((self.group_size, int(self.checks[i]))) < pp
             clean = None
-            own = passed.mean(1)  # the policy's own outcome, which its trajectory follows
+            # a judge's coin is cast after the trajectory, which follows the policy's own outcome (`flaky_judge`)
+            own = passed.mean(1) if self._judged[t] else None
             if self._chance_world:  # chance decides some rollouts (stochastic environment) or all (flaky task)
                 clean = self._by_chance(int(t), passed)
             flipped = None
@@ -170,8 +171,7 @@ class SimLearner:
                 clean = float((passed ^ flipped).mean(1).std())
             if clean is not None:
                 self._clean_std[int(i)] = clean
-            # a judge's coin is cast after the trajectory, which stays the policy's (`flaky_judge`)
-            done = own if self._judged[t] else r
+            done = r if own is None else own
             lengths = self.world.n_calls[t] + self.rng.integers(0, 2, self.group_size) * (1 - done)
             groups.append(RolloutGroup(int(i), r.tolist(), lengths.tolist()))
         self.rollouts += len(indices) * self.group_size

@@ -446,12 +446,10 @@ class EnvSchedScheduler(Scheduler):
         """As `Scheduler.load_state_dict`, after checking that the checkpoint has the state of every
         option that is on now, so a refused checkpoint leaves this scheduler as it was."""
         extra = state.get("extra") or {}
-        if self.progress is not None:
-            _required(extra, "progress", "tracks learning progress", "progress state")
-        if self.dependence is not None:
-            _required(extra, "dependence", "tracks reward dependence", "dependence state")
-        if self.additive is not None:
-            _required(extra, "additive", "has the additive candidate", "additive model")
+        for option, what, part in _OPTION_STATES:
+            if getattr(self, option) is not None and extra.get(option) is None:
+                raise ValueError(f"this scheduler {what} ({option}=true) but the checkpoint has no {part} (written "
+                                 f"with {option}=false or before it existed): resume with scheduler.{option}=false")
         super().load_state_dict(state)
 
     def _load_extra_state(self, state: dict) -> None:
@@ -483,20 +481,17 @@ class EnvSchedScheduler(Scheduler):
         if self._gnn_correction is not None and self._gnn_correction.shape != (self.num_tasks,):
             raise ValueError(f"gnn_correction has shape {self._gnn_correction.shape}, expected ({self.num_tasks},)")
         self._last_nodes = np.asarray(state.get("last_nodes", ()), dtype=np.int64).copy()
-        if self.progress is not None:
-            self.progress.load_state_dict(_required(state, "progress", "tracks learning progress", "progress state"))
+        if self.progress is not None:  # every option's state is there: `load_state_dict` checked it
+            self.progress.load_state_dict(state["progress"])
         if self.dependence is not None:
-            self.dependence.load_state_dict(_required(state, "dependence", "tracks reward dependence", "dependence state"))
+            self.dependence.load_state_dict(state["dependence"])
         if self.additive is not None:
-            additive = _required(state, "additive", "has the additive candidate", "additive model")
-            self.additive.load_state_dict(additive)
-            self.group_size = int(additive["group_size"])
+            self.additive.load_state_dict(state["additive"])
+            self.group_size = int(state["additive"]["group_size"])
         self._cache.clear()
 
 
-def _required(state: dict, option: str, what: str, part: str) -> dict:
-    """The saved state of an option that is on now; a checkpoint written without it is refused, naming the option."""
-    if state.get(option) is None:
-        raise ValueError(f"this scheduler {what} ({option}=true) but the checkpoint has no {part} (written with "
-                         f"{option}=false or before it existed): resume with scheduler.{option}=false")
-    return state[option]
+# options whose state a checkpoint must hold when they are on: (option, what it does, what is saved)
+_OPTION_STATES = (("progress", "tracks learning progress", "progress state"),
+                  ("dependence", "tracks reward dependence", "dependence state"),
+                  ("additive", "has the additive candidate", "additive model"))
