@@ -93,7 +93,7 @@ RULES = [
     Rule(r"benchmarks[./]adapter_rows", "--rows 20000", "20k rows"),
     Rule(r"^git worktree add \.tmp/", "", "as written (the older checkout the scaling benchmark's --before reads)"),
     Rule(r"benchmarks\.baseline_sweep", "--worlds 1 --seeds 1 --steps 10 --workers 1", "1 world, 1 seed, 10 steps"),
-    Rule(r"benchmarks\.world_family --quick", "", "as written (8 worlds x 2 seeds x 60 steps)"),
+    Rule(r"benchmarks\.world_family --quick", "--workers 2", "as written (8 worlds x 2 seeds x 60 steps), on both cores"),
     Rule(r"benchmarks\.world_family --worlds 0", "--seeds 1 --steps 20 --workers 1", "the named worlds, 1 seed, 20 steps"),
     Rule(r"benchmarks\.world_family", "--worlds 2 --seeds 1 --steps 20 --workers 1", "2 worlds, 1 seed, 20 steps"),
     Rule(r"benchmarks\.trl_throughput", "--steps 3 --batch 2 --group 2 --max-new-tokens 8", "3 steps, 2 tasks x G2"),
