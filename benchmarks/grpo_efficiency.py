@@ -67,10 +67,10 @@ def benchmark_oracle(task: Task, env: Environment) -> list[str]:
     tiny model only the built-in worlds. tau-bench: the task's write actions in one turn (its
     instruction holds every id they need, and the reward reads only the final database and the
     answer), then an answer holding the required outputs. Raises ValueError where there is no script."""
-    from envsched_lightning.envs.acebench import AceBenchEnvironment, ground_truth_answer
-    from envsched_lightning.envs.bfcl import BfclEnvironment, ground_truth_calls
+    from envsched_lightning.envs.acebench.normal import AceBenchEnvironment, ground_truth_answer
+    from envsched_lightning.envs.bfcl.single_turn import BfclEnvironment, ground_truth_calls
     from envsched_lightning.envs.parsing import render_assistant_turn
-    from envsched_lightning.envs.tau_bench import READ_ONLY, TauEnvironment
+    from envsched_lightning.envs.tau.environment import READ_ONLY, TauEnvironment
 
     truth = task.ground_truth
     if isinstance(env, BfclEnvironment) and task.max_turns == 1 and truth.get("possible_answer"):
@@ -159,7 +159,7 @@ class Setup:
         if self.benchmark_envs:
             ov += [f"++env.{e}.data_dir={Path(self.data).resolve()}" for e in self.benchmark_envs]
         if self.bfcl:
-            ov += ["+data.eval_envs.bfcl_simple._target_=envsched_lightning.envs.bfcl.BfclEnvironment",
+            ov += ["+data.eval_envs.bfcl_simple._target_=envsched_lightning.envs.bfcl.single_turn.BfclEnvironment",
                    f"+data.eval_envs.bfcl_simple.data_dir={Path(self.bfcl).resolve()}",
                    f"data.eval_env_tasks={self.bfcl_tasks}"]  # fmt: skip
         return ov

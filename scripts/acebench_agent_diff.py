@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envsched_lightning.envs.acebench_agent import CATEGORIES, AceBenchAgentEnvironment, FINISH, DecodeFailure, call_text, decode_agent_message  # noqa: E402
+from envsched_lightning.envs.acebench.agent import CATEGORIES, AceBenchAgentEnvironment, FINISH, DecodeFailure, call_text, decode_agent_message  # noqa: E402
 from envsched_lightning.envs.base import ToolCall, next_turn  # noqa: E402
 from envsched_lightning.envs.users import ScriptedUser  # noqa: E402
 
@@ -252,7 +252,7 @@ def _coupled(args: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 def random_paths(record: dict, rng: random.Random, count: int = 16) -> list[tuple[str, list[str]]]:
     """`count` paths of 2-6 messages, each 1-2 calls of the task's classes' tools with values from `_POOLS`
     (a parameter is left out now and then, so missing arguments are tried too)."""
-    from envsched_lightning.envs.acebench_agent import AgentWorld
+    from envsched_lightning.envs.acebench.agent import AgentWorld
 
     world = AgentWorld(record)
     tools = sorted((name, inspect.signature(targets[0])) for name, targets in world.methods.items())

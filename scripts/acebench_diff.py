@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envsched_lightning.envs.acebench import CATEGORIES, NORMAL, AceBenchEnvironment, ground_truth_answer, judge, official_text  # noqa: E402
+from envsched_lightning.envs.acebench.normal import CATEGORIES, NORMAL, AceBenchEnvironment, ground_truth_answer, judge, official_text  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
 from envsched_lightning.envs.parsing import parse_tool_calls, render_tool_call  # noqa: E402
 

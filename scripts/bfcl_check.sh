@@ -40,7 +40,7 @@ from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
 from bfcl_eval.eval_checker.eval_runner import _evaluate_single_ast_entry
 from bfcl_eval.model_handler.local_inference.qwen_fc import QwenFCHandler
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
-import envsched_lightning.envs.bfcl"
+import envsched_lightning.envs.bfcl.single_turn"
     side_venv_installed
 fi
 

@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envsched_lightning.envs.tau_bench import TERMINATE, TauEnvironment, TauEpisode  # noqa: E402
+from envsched_lightning.envs.tau.environment import TERMINATE, TauEnvironment, TauEpisode  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
 
 USER_STUB = '''
@@ -273,7 +273,7 @@ def variants(side: Side, task: dict[str, Any]) -> dict[str, list[dict[str, Any]]
 
 
 def load_tasks(domain: str, split: str) -> list[dict[str, Any]]:
-    ours = [json.loads(line) for line in (ROOT / "envsched_lightning" / "envs" / "tau_tasks" / f"{domain}.jsonl").read_text().splitlines()]
+    ours = [json.loads(line) for line in (ROOT / "envsched_lightning" / "envs" / "tau" / "tasks" / f"{domain}.jsonl").read_text().splitlines()]
     if split == "ours":
         return ours
     official = []

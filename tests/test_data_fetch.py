@@ -118,7 +118,7 @@ def bfcl_v4(tmp_path_factory) -> Path:
 
 
 def test_bfcl_v4_comes_from_the_pinned_wheel_and_every_category_loads(bfcl_v4):
-    from envsched_lightning.envs.bfcl import CATEGORIES, NO_ANSWER_CATEGORIES, check_bfcl, ground_truth_calls
+    from envsched_lightning.envs.bfcl.single_turn import CATEGORIES, NO_ANSWER_CATEGORIES, check_bfcl, ground_truth_calls
     from envsched_lightning.envs.parsing import render_tool_call
 
     assert "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a" in (bfcl_v4 / "bfcl_v4" / "SOURCE.md").read_text()

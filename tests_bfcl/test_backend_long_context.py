@@ -33,12 +33,12 @@ import pytest
 official_lc = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.long_context")
 
 from bfcl_compare import canonical  # noqa: E402
-from envsched_lightning.envs.backends import Backend, render_result  # noqa: E402
-from envsched_lightning.envs.backends import long_context_data as ours_lc  # noqa: E402
-from envsched_lightning.envs.backends.math_api import MAX_PRECISION  # noqa: E402
-from envsched_lightning.envs.backends.travel_booking import AIRPORTS  # noqa: E402
+from envsched_lightning.envs.bfcl.backends import Backend, render_result  # noqa: E402
+from envsched_lightning.envs.bfcl.backends import long_context_data as ours_lc  # noqa: E402
+from envsched_lightning.envs.bfcl.backends.math_api import MAX_PRECISION  # noqa: E402
+from envsched_lightning.envs.bfcl.backends.travel_booking import AIRPORTS  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
-from envsched_lightning.envs.bfcl_multi_turn import BACKENDS, FUNC_DOC_FILES, parse_call_string  # noqa: E402
+from envsched_lightning.envs.bfcl.multi_turn import BACKENDS, FUNC_DOC_FILES, parse_call_string  # noqa: E402
 
 OFFICIAL_MODULE = {"GorillaFileSystem": "gorilla_file_system", "TwitterAPI": "posting_api"}  # else the doc file's stem
 OFFICIAL = {

@@ -25,10 +25,10 @@ import pytest
 
 official_module = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.ticket_api")
 
-from envsched_lightning.envs.backends import render_result  # noqa: E402
-from envsched_lightning.envs.backends.ticket_api import TicketAPI  # noqa: E402
+from envsched_lightning.envs.bfcl.backends import render_result  # noqa: E402
+from envsched_lightning.envs.bfcl.backends.ticket_api import TicketAPI  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
-from envsched_lightning.envs.bfcl_multi_turn import parse_call_string  # noqa: E402
+from envsched_lightning.envs.bfcl.multi_turn import parse_call_string  # noqa: E402
 
 CLASS = "TicketAPI"
 CATEGORIES = ("base", "miss_func", "miss_param")

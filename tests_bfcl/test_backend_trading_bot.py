@@ -29,10 +29,10 @@ import pytest
 
 official_module = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.trading_bot")
 
-from envsched_lightning.envs.backends import render_result  # noqa: E402
-from envsched_lightning.envs.backends.trading_bot import TradingBot  # noqa: E402
+from envsched_lightning.envs.bfcl.backends import render_result  # noqa: E402
+from envsched_lightning.envs.bfcl.backends.trading_bot import TradingBot  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
-from envsched_lightning.envs.bfcl_multi_turn import parse_call_string  # noqa: E402
+from envsched_lightning.envs.bfcl.multi_turn import parse_call_string  # noqa: E402
 
 CLASS = "TradingBot"
 CATEGORIES = ("base", "miss_func", "miss_param")

@@ -29,10 +29,10 @@ official_module = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.fu
 OfficialTravelAPI = official_module.TravelAPI
 
 from bfcl_compare import canonical  # noqa: E402
-from envsched_lightning.envs.backends import render_result  # noqa: E402
-from envsched_lightning.envs.backends.travel_booking import AIRPORTS, CITY_AIRPORTS, TravelAPI  # noqa: E402
+from envsched_lightning.envs.bfcl.backends import render_result  # noqa: E402
+from envsched_lightning.envs.bfcl.backends.travel_booking import AIRPORTS, CITY_AIRPORTS, TravelAPI  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
-from envsched_lightning.envs.bfcl_multi_turn import parse_call_string  # noqa: E402
+from envsched_lightning.envs.bfcl.multi_turn import parse_call_string  # noqa: E402
 
 CLASS = "TravelAPI"
 CATEGORIES = ("base", "miss_func", "miss_param")

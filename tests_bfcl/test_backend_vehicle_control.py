@@ -30,9 +30,9 @@ import pytest
 official_module = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.vehicle_control")
 Official = official_module.VehicleControlAPI
 
-from envsched_lightning.envs.backends import render_result  # noqa: E402
-from envsched_lightning.envs.backends.vehicle_control import VehicleControlAPI  # noqa: E402
-from envsched_lightning.envs.bfcl_multi_turn import parse_call_string  # noqa: E402
+from envsched_lightning.envs.bfcl.backends import render_result  # noqa: E402
+from envsched_lightning.envs.bfcl.backends.vehicle_control import VehicleControlAPI  # noqa: E402
+from envsched_lightning.envs.bfcl.multi_turn import parse_call_string  # noqa: E402
 
 CLASS = "VehicleControlAPI"
 CATEGORIES = ("base", "miss_func", "miss_param")

@@ -57,7 +57,7 @@ from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api import 
 from bfcl_eval import utils as official_utils  # noqa: E402
 
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
-from envsched_lightning.envs.bfcl_multi_turn import CATEGORIES, MODEL_NAME, MultiTurnEnvironment, replay  # noqa: E402
+from envsched_lightning.envs.bfcl.multi_turn import CATEGORIES, MODEL_NAME, MultiTurnEnvironment, replay  # noqa: E402
 from bfcl_compare import SHARE, canonical, sampled  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ Python value). Each text is scored by the official pipeline as `Qwen/Qwen3-8B-FC
 (`QwenFCHandler._parse_query_response_prompting` keeps the text after `</think>`, then
 `eval_runner._evaluate_single_ast_entry` / `_evaluate_single_relevance_entry`: decode_ast, format
 check, ast_checker, with the `Language` eval_runner picks for the category) and by
-`envsched_lightning.envs.bfcl.check_bfcl`. The verdicts must agree, and our decoder must return what
+`envsched_lightning.envs.bfcl.single_turn.check_bfcl`. The verdicts must agree, and our decoder must return what
 the official `decode_ast` returns. Our Java/JavaScript value conversion is also compared with
 upstream's type converters directly, on generated source strings.
 
@@ -42,9 +42,9 @@ from bfcl_eval.eval_checker.ast_eval.type_convertor.js_type_converter import js_
 from bfcl_eval.utils import add_language_specific_hint_to_function_doc, is_java, is_js
 
 from envsched_lightning.envs.base import ToolCall
-from envsched_lightning.envs.bfcl import CATEGORIES, BfclEnvironment, check_bfcl, ground_truth_calls
-from envsched_lightning.envs.bfcl_checker import decode_qwen_fc
-from envsched_lightning.envs.bfcl_languages import COLLECTION_TYPES, SOURCE_TYPES, from_source, hinted_docs, to_source
+from envsched_lightning.envs.bfcl.single_turn import CATEGORIES, BfclEnvironment, check_bfcl, ground_truth_calls
+from envsched_lightning.envs.bfcl.checker import decode_qwen_fc
+from envsched_lightning.envs.bfcl.languages import COLLECTION_TYPES, SOURCE_TYPES, from_source, hinted_docs, to_source
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or ROOT.parent / "shared" / "data")

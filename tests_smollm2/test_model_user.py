@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envsched_lightning.envs.acebench_agent import AceBenchAgentEnvironment
+from envsched_lightning.envs.acebench.agent import AceBenchAgentEnvironment
 from envsched_lightning.envs.base import next_turn
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

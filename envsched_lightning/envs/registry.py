@@ -19,9 +19,8 @@ F = TypeVar("F", bound=Callable[..., Environment])
 _REGISTRY: dict[str, Callable[..., Environment]] = {}
 _SCANNED: set[str] = set()
 BUILTIN_PACKAGE = "envsched_lightning.envs.worlds"
-LOADER_PACKAGE = "envsched_lightning.envs"  # benchmark loaders live at the top level of `envs/`
-_INFRASTRUCTURE = {"base", "parsing", "registry", "tool_world", "verify", "patterns", "tasks_io", "oracle",
-                   "inspect", "score", "worlds", "calls", "world_checks"}
+# the benchmark suites, one package each; importing a package registers its environments
+SUITE_PACKAGES = ("envsched_lightning.envs.bfcl", "envsched_lightning.envs.acebench", "envsched_lightning.envs.tau")
 
 
 def register_env(name: str) -> Callable[[F], F]:
@@ -38,12 +37,12 @@ def register_env(name: str) -> Callable[[F], F]:
     return wrap
 
 
-def _scan(package: str, skip: set[str] = frozenset()) -> None:
+def _scan(package: str) -> None:
     if package in _SCANNED:
         return
     pkg = importlib.import_module(package)
     for mod in pkgutil.iter_modules(pkg.__path__):
-        if mod.name not in skip and not mod.name.startswith("_"):
+        if not mod.name.startswith("_"):
             importlib.import_module(f"{package}.{mod.name}")
     _SCANNED.add(package)
 
@@ -54,9 +53,10 @@ def scan_builtin() -> None:
 
 
 def scan_all() -> None:
-    """Built-in worlds plus the benchmark loader modules next to this one."""
+    """Built-in worlds plus every benchmark suite's package."""
     scan_builtin()
-    _scan(LOADER_PACKAGE, _INFRASTRUCTURE)
+    for package in SUITE_PACKAGES:
+        importlib.import_module(package)
 
 
 def builtin_env_names() -> list[str]:

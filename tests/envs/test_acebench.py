@@ -2,7 +2,7 @@
 
 Upstream's checker is not on a registry, so the official behaviour is written down here from its code
 (chenchen0103/ACEBench `eval_main.py`, `model_eval/checker.py`, `model_inference/utils.py`): one
-test per quirk (tags as in `acebench_official.py` and `docs/benchmarks.md`). The measured agreement
+test per quirk (tags as in `envs/acebench/official.py` and `docs/benchmarks.md`). The measured agreement
 with upstream's own code comes from `scripts/acebench_diff.py`.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from envsched_lightning.envs import make_env
-from envsched_lightning.envs.acebench import CATEGORIES, NORMAL, AceBenchEnvironment, ground_truth_answer, judge, official_text
-from envsched_lightning.envs.acebench_official import DecodeError, decode, outer_brackets
+from envsched_lightning.envs.acebench.normal import CATEGORIES, NORMAL, AceBenchEnvironment, ground_truth_answer, judge, official_text
+from envsched_lightning.envs.acebench.official import DecodeError, decode, outer_brackets
 from envsched_lightning.envs.base import ToolCall
 from envsched_lightning.envs.parsing import parse_tool_calls, render_tool_call
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from envsched_lightning.envs import make_env
-from envsched_lightning.envs.acebench_agent import (
+from envsched_lightning.envs.acebench.agent import (
     FINISH, NO_QUESTIONS, AceBenchAgentEnvironment, AgentEpisode, AgentWorld, DecodeFailure, decode_agent_message,
     end_state_reason, process_score,
 )  # fmt: skip

@@ -18,17 +18,17 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from envsched_lightning.envs.base import ToolCall
-from envsched_lightning.envs.bfcl import (
+from envsched_lightning.envs.bfcl.single_turn import (
     CATEGORIES,
     NO_ANSWER_CATEGORIES,
     BfclEnvironment,
     check_bfcl,
     check_call,
     ground_truth_calls,
-    read_jsonl,
     standardize_string,
 )
-from envsched_lightning.envs.bfcl_languages import UnsupportedType, from_source, hinted_docs, language_of, to_source
+from envsched_lightning.envs.benchmark_files import read_jsonl
+from envsched_lightning.envs.bfcl.languages import UnsupportedType, from_source, hinted_docs, language_of, to_source
 from envsched_lightning.envs.parsing import parse_tool_calls, render_tool_call
 from envsched_lightning.envs.registry import make_env
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from envsched_lightning.envs import make_env
-from envsched_lightning.envs.backends.file_system import GorillaFileSystem
+from envsched_lightning.envs.bfcl.backends.file_system import GorillaFileSystem
 from envsched_lightning.envs.base import ToolCall
-from envsched_lightning.envs.bfcl_multi_turn import (
+from envsched_lightning.envs.bfcl.multi_turn import (
     BACKENDS, MAX_STEPS_PER_TURN, MultiTurnEnvironment, World, check_turns, parse_call_string, replay,
 )  # fmt: skip
 

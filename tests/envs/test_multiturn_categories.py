@@ -13,9 +13,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from envsched_lightning.envs import env_names, make_env
-from envsched_lightning.envs.backends.math_api import MathAPI
+from envsched_lightning.envs.bfcl.backends.math_api import MathAPI
 from envsched_lightning.envs.base import ToolCall
-from envsched_lightning.envs.bfcl_multi_turn import (
+from envsched_lightning.envs.bfcl.multi_turn import (
     REVEAL_PROMPT, MultiTurnEnvironment, World, check_turns, is_long_context, lacks_long_context,
 )  # fmt: skip
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envsched_lightning.envs.bfcl import ground_truth_calls
+from envsched_lightning.envs.bfcl.single_turn import ground_truth_calls
 from envsched_lightning.envs.oracle import oracle_turns
 from envsched_lightning.envs.parsing import render_assistant_turn
 from envsched_lightning.envs.registry import make_env

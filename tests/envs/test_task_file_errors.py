@@ -7,7 +7,7 @@ import json
 import pytest
 
 from envsched_lightning.envs import make_env
-from envsched_lightning.envs.bfcl import field_types, read_jsonl
+from envsched_lightning.envs.benchmark_files import field_types, read_jsonl
 
 GOOD = {"id": "simple_0", "question": [[{"role": "user", "content": "hi"}]],
         "function": [{"name": "f", "description": "d", "parameters": {"type": "dict", "properties": {}, "required": []}}]}  # fmt: skip

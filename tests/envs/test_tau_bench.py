@@ -15,9 +15,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from envsched_lightning.envs import make_env
-from envsched_lightning.envs.backends.tau_common import calculate, call_error
+from envsched_lightning.envs.tau.backends.common import calculate, call_error
 from envsched_lightning.envs.base import ToolCall
-from envsched_lightning.envs.tau_bench import READ_ONLY, TauEnvironment, load_task_file
+from envsched_lightning.envs.tau.environment import READ_ONLY, TauEnvironment, load_task_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"

@@ -19,8 +19,8 @@ from envsched_lightning.data.fetch import fetch
 from envsched_lightning.envs import make_env
 from envsched_lightning.envs.base import ToolCall, next_turn
 from envsched_lightning.envs.parsing import render_tool_call
-from envsched_lightning.envs.tau_bench import STOP, TauEnvironment
-from envsched_lightning.envs.tau_official import read_task_module
+from envsched_lightning.envs.tau.environment import STOP, TauEnvironment
+from envsched_lightning.envs.tau.official_tasks import read_task_module
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 ROOT = Path(os.environ.get("ENVSCHED_TEST_DATA") or SHARED)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envsched_lightning.envs.acebench_agent import FINISH, AceBenchAgentEnvironment
+from envsched_lightning.envs.acebench.agent import FINISH, AceBenchAgentEnvironment
 from envsched_lightning.envs.base import next_turn
 from envsched_lightning.envs.users import ModelUser, ScriptedUser, UserSettings, first_person, shared_chat_model
 from envsched_lightning.models import tiny_qwen3_policy

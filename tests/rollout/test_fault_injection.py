@@ -269,7 +269,7 @@ def test_a_tool_that_runs_too_long_is_interrupted_and_answered_with_an_error():
 
 def test_calculate_refuses_floor_division_too_big_to_interrupt():
     """One `//` of two huge integers is a single C call no time limit can stop: refused by size."""
-    from envsched_lightning.envs.backends.tau_common import calculate
+    from envsched_lightning.envs.tau.backends.common import calculate
 
     t0 = time.perf_counter()
     assert calculate("(9**600000)//(7**300000)") == "Error: integer result too large to evaluate"

@@ -1,6 +1,6 @@
 """ACEBench-Agent (English): `acebench_agent_multi_step` (20 tasks) and `acebench_agent_multi_turn` (30 tasks).
 
-The agent works against stateful sandboxes (`backends/acebench_phone.py`, `backends/acebench_travel.py`)
+The agent works against stateful sandboxes (`sandboxes/phone.py`, `sandboxes/travel.py`)
 and is scored the way upstream's `eval_main.py` scores it (chenchen0103/ACEBench, our code, its
 behaviour):
 - **end state**: after the episode, each involved class's saved attributes (upstream's `SAVED_CLASS`),
@@ -39,13 +39,13 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from envsched_lightning.envs import acebench_official as official
-from envsched_lightning.envs.acebench import function_docs
-from envsched_lightning.envs.backends.acebench_phone import BaseApi, FoodPlatform, MessageApi, ReminderApi
-from envsched_lightning.envs.backends.acebench_travel import Travel
+from envsched_lightning.envs.acebench import official
+from envsched_lightning.envs.acebench.normal import function_docs
+from envsched_lightning.envs.acebench.sandboxes.phone import BaseApi, FoodPlatform, MessageApi, ReminderApi
+from envsched_lightning.envs.acebench.sandboxes.travel import Travel
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.parsing import render_assistant_turn
-from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
+from envsched_lightning.envs.benchmark_files import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.envs.users import UserSettings, UserSimulator
 from envsched_lightning.scheduling import TaskSpec

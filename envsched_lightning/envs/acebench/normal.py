@@ -1,7 +1,7 @@
 """ACEBench (English) normal and special categories, scored by the official checker by default.
 
 `rules="official"` (the default, and what every `conf/env/acebench_*.yaml` sets) reproduces upstream's
-verdict, quirks included (`acebench_official.py`; tags D/N/S in `docs/benchmarks.md`). The model
+verdict, quirks included (`official.py`; tags D/N/S in `docs/benchmarks.md`). The model
 speaks Qwen3 `<tool_call>` JSON; upstream scores one text `[ApiName(key=value, ...)]`, so the calls
 are rendered into that text (Python literals) and decoded as upstream decodes it. With no tool call,
 the model's answer text itself is decoded, so a model prompted in ACEBench's own format is scored
@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from envsched_lightning.envs import acebench_official as official
+from envsched_lightning.envs.acebench import official
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
+from envsched_lightning.envs.benchmark_files import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
 

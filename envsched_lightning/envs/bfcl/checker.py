@@ -9,7 +9,7 @@ only, both where the official rule rewards a wrong behaviour (`TRAINING` below);
 never for reported scores.
 
 The Java and JavaScript categories go through the same checker with `language` set: each argument
-must then be a string of source code, read into a typed value by `bfcl_languages.from_source` as
+must then be a string of source code, read into a typed value by `languages.from_source` as
 upstream's type converters read it (`language` defaults to the one named by the record id, as
 upstream takes it from the category name).
 
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from envsched_lightning.envs.base import ToolCall
-from envsched_lightning.envs.bfcl_languages import (
+from envsched_lightning.envs.bfcl.languages import (
     COLLECTION_TYPES,
     LANGUAGES,
     SOURCE_TYPES,

@@ -85,17 +85,18 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from envsched_lightning.envs.backends import Backend, check_rules, render_result
-from envsched_lightning.envs.backends.file_system import GorillaFileSystem
-from envsched_lightning.envs.backends.math_api import MathAPI
-from envsched_lightning.envs.backends.message_api import MessageAPI
-from envsched_lightning.envs.backends.posting_api import TwitterAPI
-from envsched_lightning.envs.backends.ticket_api import TicketAPI
-from envsched_lightning.envs.backends.trading_bot import TradingBot
-from envsched_lightning.envs.backends.travel_booking import TravelAPI
-from envsched_lightning.envs.backends.vehicle_control import VehicleControlAPI
+from envsched_lightning.envs.bfcl.backends import Backend, check_rules, render_result
+from envsched_lightning.envs.bfcl.backends.file_system import GorillaFileSystem
+from envsched_lightning.envs.bfcl.backends.math_api import MathAPI
+from envsched_lightning.envs.bfcl.backends.message_api import MessageAPI
+from envsched_lightning.envs.bfcl.backends.posting_api import TwitterAPI
+from envsched_lightning.envs.bfcl.backends.ticket_api import TicketAPI
+from envsched_lightning.envs.bfcl.backends.trading_bot import TradingBot
+from envsched_lightning.envs.bfcl.backends.travel_booking import TravelAPI
+from envsched_lightning.envs.bfcl.backends.vehicle_control import VehicleControlAPI
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl import field_types, pattern_features, read_jsonl, resolve_bfcl_dir, to_tool_schema
+from envsched_lightning.envs.benchmark_files import field_types, pattern_features, read_jsonl, to_tool_schema
+from envsched_lightning.envs.bfcl.single_turn import resolve_bfcl_dir
 from envsched_lightning.envs.parsing import render_assistant_turn, validate_call
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec

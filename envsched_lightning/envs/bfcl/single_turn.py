@@ -1,9 +1,9 @@
-"""BFCL single-turn categories (v3 or v4 data) as environments, plus the data-file helpers other benchmark loaders share.
+"""BFCL single-turn categories (v3 or v4 data) as environments, scored as the official checker scores them.
 
-The verdict lives in `bfcl_checker` (the official Qwen3-8B-FC decoder and `ast_checker`, quirks
+The verdict lives in `checker` (the official Qwen3-8B-FC decoder and `ast_checker`, quirks
 included, checked against bfcl-eval by `scripts/bfcl_check.sh`), because a reward that disagrees
 with the leaderboard would train towards the wrong target. The Java and JavaScript categories use
-the same checker with their language (`bfcl_languages`): arguments are source strings, typed as
+the same checker with their language (`languages`): arguments are source strings, typed as
 upstream's converters type them, and the model is shown upstream's language-hinted docs.
 
 `check_bfcl(question, possible_answer, completion)` is the public entry point that external checks
@@ -12,7 +12,6 @@ call; episodes judge the raw text of their first model turn the same way.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl_checker import (  # noqa: F401 - PYTHON_TYPES, RULES, check_call, standardize_string re-exported
+from envsched_lightning.envs.bfcl.checker import (  # noqa: F401 - PYTHON_TYPES, RULES, check_call, standardize_string re-exported
     PYTHON_TYPES,
     RULES,
     check_call,
@@ -28,9 +27,15 @@ from envsched_lightning.envs.bfcl_checker import (  # noqa: F401 - PYTHON_TYPES,
     standardize_string,
     verdict,
 )
-from envsched_lightning.envs.bfcl_languages import hinted_docs, language_of, to_source
+from envsched_lightning.envs.bfcl.languages import hinted_docs, language_of, to_source
 from envsched_lightning.envs.parsing import ParsedTurn, render_assistant_turn
-from envsched_lightning.envs.patterns import PATTERNS
+from envsched_lightning.envs.benchmark_files import (
+    field_types,
+    pattern_features,
+    read_jsonl,
+    resolve_data_dir,
+    to_tool_schema,
+)
 from envsched_lightning.envs.time_limit import DEFAULT_TOOL_TIME_LIMIT
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.scheduling import TaskSpec
@@ -43,37 +48,9 @@ CATEGORIES: tuple[str, ...] = (
 )  # fmt: skip
 NO_ANSWER_CATEGORIES = frozenset({"irrelevance", "live_irrelevance", "live_relevance"})
 
-# BFCL doc type -> JSON-schema type, as BFCL's own FC handlers convert docs for `tools=`.
-JSON_SCHEMA_TYPES: dict[str, str] = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
 
 
 # ---------------------------------------------------------------- data files
-def resolve_data_dir(env_name: str, data_dir: str | os.PathLike[str] | None, sub: str) -> Path:
-    """The benchmark folder: `data_dir/sub` if present, else `data_dir` itself.
-
-    Accepting both lets one data root serve every family. Without `data_dir`, the default data root
-    (`$ENVSCHED_DATA`, else the folder `python -m envsched_lightning.data fetch` writes to) is used
-    when it holds `sub`; otherwise this fails at construction, naming the option and the command,
-    instead of deep inside a rollout.
-    """
-    if data_dir in (None, "", "None", "null"):
-        from envsched_lightning.data import default_data_root
-
-        root = default_data_root()
-        if not (root / sub).is_dir():
-            family = sub.split(os.sep)[0].split("/")[0]
-            fetch = {"bfcl_v3": "bfcl", "bfcl_v4": "bfcl"}.get(family, family)
-            raise ValueError(f"environment {env_name!r}: option `data_dir` is not set and {root} holds no {sub!r}: run "
-                             f"`python -m envsched_lightning.data fetch {fetch}`, or set ENVSCHED_DATA=/path/to/data or "
-                             f"env.{env_name}.data_dir=...")  # fmt: skip
-        return root / sub
-    root = Path(data_dir).expanduser()
-    path = root / sub if (root / sub).is_dir() else root
-    if not path.is_dir():
-        raise FileNotFoundError(f"environment {env_name!r}: `data_dir` {str(root)!r} holds no {sub!r} folder")
-    return path
-
-
 BFCL_VERSIONS = ("v3", "v4")
 # v4 renamed the three `simple` categories after their language; the others kept their names
 V4_FILE_NAMES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript"}
@@ -96,86 +73,6 @@ def resolve_bfcl_dir(env_name: str, data_dir: str | os.PathLike[str] | None, ver
             return path, candidate
     raise (ValueError if data_dir in (None, "", "None", "null") else FileNotFoundError)(
         errors[0] if errors else f"environment {env_name!r}: no BFCL v3 or v4 files under {data_dir}")
-
-
-def read_jsonl(
-    path: str | os.PathLike[str], key: str = "id", check: Callable[[dict[str, Any]], str | None] | None = None
-) -> list[dict[str, Any]]:
-    """One object per line (BFCL and ACEBench `.json` files are JSON Lines); errors name file and line.
-
-    Every record needs a unique `key`; `check(record)` may return a reason the record is unusable,
-    reported with its line (`field_types` builds one from expected field types)."""
-    records = []
-    first_line: dict[str, int] = {}
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                raise ValueError(f"{path}:{lineno}: malformed JSON ({getattr(exc, 'msg', type(exc).__name__)})") from None
-            if not isinstance(record, dict) or key not in record:
-                raise ValueError(f"{path}:{lineno}: expected an object with a {key!r} field")
-            rid = json.dumps(record[key], sort_keys=True)
-            if rid in first_line:
-                raise ValueError(f"{path}:{lineno}: duplicate {key} {record[key]!r} (first on line {first_line[rid]})")
-            first_line[rid] = lineno
-            problem = check(record) if check is not None else None
-            if problem:
-                raise ValueError(f"{path}:{lineno}: {problem}")
-            records.append(record)
-    return records
-
-
-def field_types(**expected: type | tuple[type, ...]) -> Callable[[dict[str, Any]], str | None]:
-    """A `read_jsonl` check: each named field present with one of the given JSON types."""
-
-    def check(record: dict[str, Any]) -> str | None:
-        for name, types in expected.items():
-            if name not in record:
-                return f"record {record.get('id', '?')!r} has no {name!r} field"
-            if not isinstance(record[name], types):
-                want = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-                return f"record {record.get('id', '?')!r}: {name!r} must be {want}, got {type(record[name]).__name__}"
-        return None
-
-    return check
-
-
-def to_tool_schema(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A BFCL/ACEBench FunctionDoc as a Qwen3 `tools=` entry (types converted, names kept)."""
-
-    def convert(node: Any) -> Any:
-        if isinstance(node, list):
-            return [convert(x) for x in node]
-        if not isinstance(node, dict):
-            return node
-        out = {}
-        for key, value in node.items():
-            if key == "type" and isinstance(value, str):
-                out[key] = JSON_SCHEMA_TYPES.get(value, value)
-            elif key == "properties" and isinstance(value, dict):  # keys are parameter names, not keywords
-                out[key] = {name: convert(sub) for name, sub in value.items()}
-            elif key in ("items", "additionalProperties"):
-                out[key] = convert(value)
-            else:
-                out[key] = value
-        return out
-
-    params = convert(dict(doc.get("parameters") or {"type": "object", "properties": {}}))
-    return {"type": "function", "function": {"name": doc["name"], "description": doc.get("description", ""), "parameters": params}}
-
-
-def pattern_features(pattern: str, n_calls: float) -> dict[str, float]:
-    """The shared ``pattern_*`` one-hot and ``n_calls`` that link benchmark tasks to the built-in worlds."""
-    if pattern not in PATTERNS:
-        raise ValueError(f"unknown execution pattern {pattern!r}; valid: {PATTERNS}")
-    return {"n_calls": float(n_calls), **{f"pattern_{p}": float(p == pattern) for p in PATTERNS}}
 
 
 # ---------------------------------------------------------------- the verdict
@@ -248,7 +145,7 @@ def ground_truth_calls(question: Mapping[str, Any], possible_answer: Mapping[str
 class BfclEpisode(Episode):
     """Single-turn BFCL: the first model turn is recorded (its calls are not executed) and judged.
 
-    The verdict decodes the turn's raw text with the official decoder (`bfcl_checker.verdict`), so
+    The verdict decodes the turn's raw text with the official decoder (`checker.verdict`), so
     block layout matters exactly as upstream; calls handed to `step` directly (no text) are judged
     as Qwen3 would have written them.
     """
@@ -293,11 +190,11 @@ class BfclEnvironment(Environment):
     v3 names (`bfcl_simple`, `bfcl_java`, `bfcl_javascript`) and report `version`.
 
     `language` (python, java, javascript) follows the category: it types the checker's values and,
-    for Java/JavaScript, the tools are upstream's hinted docs (`bfcl_languages.hinted_docs`).
+    for Java/JavaScript, the tools are upstream's hinted docs (`languages.hinted_docs`).
 
     `rules="official"` (default) reproduces the leaderboard's verdict, quirks included; `"training"`
     fails malformed `<tool_call>` blocks and matches parallel calls in any order (see
-    `bfcl_checker`). Reported scores always use "official".
+    `checker`). Reported scores always use "official".
     """
 
     def __init__(self, category: str = "simple", data_dir: str | os.PathLike[str] | None = None, rules: str = "official",

@@ -4,13 +4,13 @@ Reward as tau-bench's `Env.calculate_reward`: 1 only if (a) the official hash of
 database equals the hash after replaying the task's ground-truth `actions` on a fresh copy, and (b)
 every required `outputs` string appears (lowercased; the answer lowercased with commas removed) in
 what the agent said to the user. The tools reproduce the official tools' state changes and output
-strings, quirks included (`backends/tau_*.py`); `rules="training"` (opt-in, never for reported
+strings, quirks included (`tau/backends/*.py`); `rules="training"` (opt-in, never for reported
 scores) fixes the few official rules that would teach a falsehood.
 
-Tasks: `tasks="ours"` (default) are our generated tasks (`tau_tasks/*.jsonl`, made by
-`tau_tasks/generate.py`), whose `instruction` is the user's one message holding everything the agent
+Tasks: `tasks="ours"` (default) are our generated tasks (`tau/tasks/*.jsonl`, made by
+`tau/tasks/generate.py`), whose `instruction` is the user's one message holding everything the agent
 needs; the episode ends when the agent answers without a tool call. `tasks="test"|"train"|"dev"` are
-tau-bench's own task lists (`tau_official.py`, environments `tau_<domain>_<split>`), played with a
+tau-bench's own task lists (`tau/official_tasks.py`, environments `tau_<domain>_<split>`), played with a
 simulated user (`user="scripted"`, `envs/users.py`): its first message is the instruction in the first
 person, a question gets the instruction again, any other answer gets "###STOP###", which ends the
 episode as upstream's user ends it. Every message the agent wrote to the user counts for the required
@@ -29,13 +29,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envsched_lightning.envs.backends.tau_airline import AirlineTools
-from envsched_lightning.envs.backends.tau_common import SharedDatabase, TauDomain, check_rules
-from envsched_lightning.envs.backends.tau_retail import RetailTools
+from envsched_lightning.envs.tau.backends.airline import AirlineTools
+from envsched_lightning.envs.tau.backends.common import SharedDatabase, TauDomain, check_rules
+from envsched_lightning.envs.tau.backends.retail import RetailTools
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.bfcl import pattern_features, read_jsonl, resolve_data_dir
+from envsched_lightning.envs.benchmark_files import pattern_features, read_jsonl, resolve_data_dir
 from envsched_lightning.envs.registry import register_env
-from envsched_lightning.envs.tau_official import SPLITS, read_task_module, task_file
+from envsched_lightning.envs.tau.official_tasks import SPLITS, read_task_module, task_file
 from envsched_lightning.envs.users import UserSettings, UserSimulator
 from envsched_lightning.scheduling import TaskSpec
 
@@ -131,7 +131,7 @@ class TauEnvironment(Environment):
     """One tau-bench domain; `tasks`: "ours" (`tasks_path` overrides the shipped file) or an official split.
 
     `rules`: "official" (default; what reported scores use) reproduces the official tools exactly;
-    "training" changes the airline rules listed in `backends/tau_airline.py` (docs/benchmarks.md).
+    "training" changes the airline rules listed in `tau/backends/airline.py` (docs/benchmarks.md).
     """
 
     def __init__(
@@ -177,7 +177,7 @@ class TauEnvironment(Environment):
             return read_task_module(self.task_path, self.task_set)
         if self.tasks_path:
             return load_task_file(self.tasks_path)
-        with resources.as_file(resources.files("envsched_lightning.envs") / "tau_tasks" / f"{self.domain}.jsonl") as path:
+        with resources.as_file(resources.files("envsched_lightning.envs.tau") / "tasks" / f"{self.domain}.jsonl") as path:
             return load_task_file(path)
 
     def expected_hash(self, raw: Mapping[str, Any]) -> str:
@@ -254,4 +254,4 @@ for _domain in DOMAINS:
 
 def default_task_dir() -> Path:
     """Where the shipped task files live (for the generator script)."""
-    return Path(__file__).resolve().parent / "tau_tasks"
+    return Path(__file__).resolve().parent / "tasks"

@@ -5,7 +5,7 @@ parameters and defaults (so Python's own `TypeError` for a bad keyword reads the
 public attributes are the state the checker compares. A tool returns what the official method
 returns (a dict, a list, None, an object whose `repr` the model then reads) and raises where it
 raises: turning both into text is the harness's job (`render_result` and
-`bfcl_multi_turn.World`), as it is upstream (`multi_turn_utils.execute_multi_turn_func_call`).
+`bfcl.multi_turn.World`), as it is upstream (`multi_turn_utils.execute_multi_turn_func_call`).
 `call` is the only dispatcher and reaches nothing outside `tool_names`.
 
 `rules` is "official" (reproduce the benchmark, quirks included; what scores are reported with)

@@ -31,7 +31,7 @@ import json
 from copy import deepcopy
 from typing import Any, Literal, TypedDict
 
-from .tau_common import TauDomain, tool
+from .common import TauDomain, tool
 
 Cabin = Literal["basic_economy", "economy", "business"]
 AIRPORTS = dict(zip(

@@ -8,7 +8,7 @@ tool gives ``"Unknown action <name>"`` (no "Error:" prefix), any exception a too
 official `<ToolClass>.invoke(data, ...)` signature. Official quirks are named where they happen.
 
 `rules="training"` (opt-in, never for reported scores) changes the few official rules that would
-teach a model something false about the world; see `tau_airline.py` and docs/benchmarks.md.
+teach a model something false about the world; see `airline.py` and docs/benchmarks.md.
 
 The reward compares database hashes. Official hash: `sha256(str(to_hashable(data)))`, where dicts
 become key-sorted tuples of pairs and lists tuples, so `1` and `1.0` differ and dict key order does

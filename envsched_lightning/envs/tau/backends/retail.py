@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from .tau_common import TauDomain, tool
+from .common import TauDomain, tool
 
 
 class RetailTools(TauDomain):

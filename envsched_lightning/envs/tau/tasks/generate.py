@@ -1,6 +1,6 @@
 """Write our tau-bench task files deterministically from the shipped databases, verifying each task.
 
-Usage: ``python -m envsched_lightning.envs.tau_tasks.generate /path/to/data`` (the folder holding
+Usage: ``python -m envsched_lightning.envs.tau.tasks.generate /path/to/data`` (the folder holding
 `tau_bench/`). Records are picked in sorted-id order with a fixed seed, so the files are
 reproducible. A task is kept only if replaying its actions raises no tool error and, for write
 tasks, changes the database hash: a task whose ground truth is a no-op would reward doing nothing.
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from envsched_lightning.envs.tau_bench import READ_ONLY, TauEnvironment, default_task_dir, failed
+from envsched_lightning.envs.tau.environment import READ_ONLY, TauEnvironment, default_task_dir, failed
 
 PER_TEMPLATE = 8
 Task = dict[str, Any]
@@ -149,7 +149,7 @@ def build(domain: str, data_dir: str) -> list[Task]:
 
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
-        raise SystemExit("usage: python -m envsched_lightning.envs.tau_tasks.generate DATA_DIR")
+        raise SystemExit("usage: python -m envsched_lightning.envs.tau.tasks.generate DATA_DIR")
     for domain in GENERATORS:
         tasks = build(domain, argv[0])
         path = default_task_dir() / f"{domain}.jsonl"
