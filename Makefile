@@ -22,7 +22,7 @@ VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 
 SMOLLM2_DIR ?= models/SmolLM2-135M-Instruct
 
 .PHONY: setup train test bench sim clean data setup-vllm rehearsal test-vllm docs-check test-bfcl test-bfcl-full test-verl smollm2 test-smollm2 \
-	test-smollm2-vllm train-smollm2
+	test-smollm2-vllm train-smollm2 setup-bfcl setup-verl
 
 # $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
 define install_venv
@@ -42,8 +42,10 @@ setup: $(STAMP)
 train: $(STAMP)
 	$(BIN)/python train.py $(ARGS)
 
+# the default suite on TEST_WORKERS processes (pytest-xdist; TEST_WORKERS=0 runs it in this process, e.g. for -s)
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(ARGS)
 
 # benchmark data (envsched_lightning/data): WHAT=bfcl|acebench|tau_bench|all, into $ENVSCHED_DATA or ~/.cache
 WHAT ?= all
@@ -64,11 +66,11 @@ smollm2: $(STAMP)
 # the folder against the GGUF it came from (weights, tokens, greedy text, logits), then two GRPO
 # steps of experiment=smollm2_cpu with transformers generation (a few minutes)
 test-smollm2: smollm2
-	SMOLLM2_PATH=$(SMOLLM2_DIR) $(BIN)/python -m pytest -q tests_smollm2 $(ARGS)
+	SMOLLM2_PATH=$(SMOLLM2_DIR) $(BIN)/python -m pytest -q tests/smollm2 $(ARGS)
 
 # the same two GRPO steps with vLLM's CPU build as the rollout engine, in .venv-vllm
 test-smollm2-vllm: smollm2 $(VLLM_STAMP)
-	SMOLLM2_PATH=$(SMOLLM2_DIR) $(VLLM_RUN) -m pytest -q tests_smollm2/test_train_steps.py $(ARGS)
+	SMOLLM2_PATH=$(SMOLLM2_DIR) $(VLLM_RUN) -m pytest -q tests/smollm2/test_train_steps.py $(ARGS)
 
 # the real-model experiment: SmolLM2-135M-Instruct, LoRA, GRPO and EnvSched on 2 CPU cores
 train-smollm2: smollm2
@@ -107,7 +109,7 @@ rehearsal: $(VLLM_STAMP) $(REHEARSAL_DATA)
 
 # about 2 minutes; a stuck engine prints every thread's stack after 10 minutes and stops at 20
 test-vllm: $(VLLM_STAMP)
-	timeout 1200 $(VLLM_RUN) -m pytest -q -o faulthandler_timeout=600 tests_vllm $(ARGS)
+	timeout 1200 $(VLLM_RUN) -m pytest -q -o faulthandler_timeout=600 tests/vllm $(ARGS)
 
 # our BFCL checkers against the official bfcl-eval code, in .venv-bfcl (scripts/bfcl_check.sh): every
 # check in full but the multi-turn agreement, which plays a seeded tenth of each task's call sequences
@@ -118,6 +120,13 @@ test-bfcl:
 
 test-bfcl-full:
 	BFCL_CHECK_SHARE=1 bash scripts/bfcl_check.sh $(ARGS)
+
+# the side environments alone, without their tests (CI builds them while the default suite runs)
+setup-bfcl:
+	bash scripts/bfcl_check.sh --setup-only
+
+setup-verl:
+	bash scripts/verl_check.sh --setup-only
 
 # the verl adapter against a real verl 0.9.1 (its trainer loop on CPU), in .venv-verl (scripts/verl_check.sh)
 test-verl:

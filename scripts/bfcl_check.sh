@@ -2,7 +2,7 @@
 # Check our BFCL-v3 checkers against the official code (PyPI bfcl-eval==2026.3.23), in its own environment.
 #
 # bfcl-eval pins numpy==1.26.4, filelock==3.20.0, networkx==3.3 and a dozen API SDKs, so it cannot
-# share .venv. This script builds .venv-bfcl (gitignored) once and runs tests_bfcl/ in it; rerunning
+# share .venv. This script builds .venv-bfcl (gitignored) once and runs tests/bfcl/ in it; rerunning
 # reuses the environment (BFCL_VENV_FRESH=1 rebuilds it).
 #
 # What is installed, and why:
@@ -20,7 +20,7 @@
 #     `eval_checker.eval_runner`, whose per-entry functions the single-turn check calls as they are;
 #   - this project with --no-deps: its other pins (transformers, lightning, vllm) are not needed by
 #     the environments and would only slow the install;
-#   - pytest.
+#   - pytest, and pytest-xdist (the agreement checks are pure Python: `-n 2` runs them on both cores);
 #
 # Usage: bash scripts/bfcl_check.sh [pytest args]   (from anywhere; prints wall time and environment size)
 #        e.g. bash scripts/bfcl_check.sh -k single_turn -s    (-s shows the per-category agreement table)
@@ -28,7 +28,7 @@ source "$(dirname "$0")/side_venv.sh" BFCL .venv-bfcl
 
 if [[ "$NEEDS_INSTALL" == 1 ]]; then
     "$VENV/bin/pip" install -q --no-deps "bfcl-eval==2026.3.23"
-    "$VENV/bin/pip" install -q "$TORCH" "torch-geometric>=2.6" "numpy>=1.26" "pytest>=8" \
+    "$VENV/bin/pip" install -q "$TORCH" "torch-geometric>=2.6" "numpy>=1.26" "pytest>=8" "pytest-xdist>=3.5" \
         overrides tenacity requests filelock pandas "datamodel-code-generator==0.25.7" \
         anthropic openai "cohere==5.18.0" "mistralai==1.7.0" google-genai boto3 writer-sdk qwen-agent soundfile \
         "tree_sitter==0.21.3" "tree-sitter-java==0.21.0" "tree-sitter-javascript==0.21.4" \
@@ -44,4 +44,4 @@ import envsched_lightning.envs.bfcl.single_turn"
     side_venv_installed
 fi
 
-side_venv_tests tests_bfcl "$@"
+side_venv_tests tests/bfcl "$@"

@@ -10,6 +10,7 @@ Usage (from the repository root, after `make setup`):
     .venv/bin/python scripts/docs_commands.py            # run them all, print a table of wall times
     .venv/bin/python scripts/docs_commands.py --list     # show what would run, and how
     .venv/bin/python scripts/docs_commands.py --only sim # those whose text contains "sim"
+    .venv/bin/python scripts/docs_commands.py --workers 2 # two at a time (a command waits for those it reads)
 `python` in a command is the project's `.venv/bin/python` (the docs assume the venv is active).
 Exit status 1 when any command fails or is unclassified.
 """
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,7 +104,7 @@ RULES = [
     Rule(r"evaluate\.py experiment=paper_eval", "limit=1 model.sampling.max_new_tokens=8 model.grpo.max_seq_len=4096 "
          "hydra.run.dir={tmp}", "1 task per environment (`make docs-check` gives it a data root with tau-bench's task lists)"),
     Rule(r"evaluate\.py", "limit=2 model.sampling.max_new_tokens=8 hydra.run.dir={tmp}", "2 tasks per environment"),
-    Rule(r"envsched_lightning\.adapters\.verl_main", None, "verl 0.9 and GPUs; tests_verl/test_verl_fit.py runs it on CPU without Ray"),
+    Rule(r"envsched_lightning\.adapters\.verl_main", None, "verl 0.9 and GPUs; tests/verl/test_verl_fit.py runs it on CPU without Ray"),
     Rule(r"verl_constraints\.txt|^pip install --no-deps -e \.$", None, "in verl's own environment; scripts/verl_check.sh installs this way"),
     Rule(r"envsched_lightning\.data fetch (all|acebench|tau_bench)", None,
          "GitHub archives, unreachable from CI; tests/test_data_fetch.py serves the same archives on 127.0.0.1"),
@@ -179,11 +181,43 @@ class Rows(list):
         print(f"{seconds:>6}  {source:<20} {command}\n        {status}", flush=True)
 
 
+# commands that take minutes here: started first, so two workers end together rather than one waiting on the last
+HEAVY = re.compile(r"venv-vllm|smollm2|real_model_step|world_family --quick|baseline_sweep|metadata_ceiling|"
+                   r"grpo_efficiency --data|paper_eval|trl_throughput|--seeds 20")  # fmt: skip
+
+
+@dataclass
+class Job:
+    """One documented command to run, and the earlier commands whose outputs it reads."""
+
+    index: int
+    source: str
+    command: str
+    rule: Rule
+    after: set[int]
+
+
+def dependencies(jobs: list[Job], tmp: Path) -> None:
+    """Fill each job's `after`: the producers of the placeholders it reads, the `git worktree add` that
+    creates a folder it names, and (for `make`, which installs into the shared venv) the previous make."""
+    worktrees = {j.index: j.command.split()[3] for j in jobs if j.command.startswith("git worktree add ")}
+    last_make = None
+    for job in jobs:
+        text = rewritten(job.command, tmp)
+        job.after |= {other.index for other in jobs for p in PLACEHOLDERS if p in text and PRODUCERS[p](other.command)}
+        job.after |= {i for i, folder in worktrees.items() if i != job.index and folder in job.command}
+        if job.command.startswith("make "):
+            job.after |= {last_make} if last_make is not None else set()
+            last_make = job.index
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="print the plan without running anything")
     parser.add_argument("--only", default=None, help="run only commands containing this text")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per command")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="commands run at once (a command that reads another's outputs waits for it)")
     args = parser.parse_args(argv)
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}", WANDB_MODE="offline",
                WANDB_SILENT="true", TMPDIR=os.environ.get("TMPDIR", str(REPO / ".tmp")))  # fmt: skip
@@ -192,40 +226,71 @@ def main(argv: list[str] | None = None) -> int:
         env["ENVSCHED_DATA"] = str(SHARED_DATA)
     tmp = Path(tempfile.mkdtemp(prefix="docs_commands_", dir=env["TMPDIR"]))
     commands = doc_commands()
-    produced: dict[str, str] = {}  # placeholder -> a path an earlier command (its PRODUCERS entry) wrote
-    failures, rows, seen = 0, Rows(), set()
+    failures, rows, seen, jobs = 0, Rows(), set(), []
     selected = [(f, c) for f, c in commands if not args.only or args.only in c]
     needed = {p for _, c in selected for p in PLACEHOLDERS if p in rewritten(c, tmp)}  # --only keeps their producers
     selected += [(f, c) for f, c in commands if (f, c) not in selected and any(PRODUCERS[p](c) for p in needed)]
-    for source, command in sorted(selected, key=lambda fc: any(p in rewritten(fc[1], tmp) for p in PLACEHOLDERS)):
+    for source, command in selected:
         if command in seen:
             continue
         seen.add(command)
-        run_dir = tmp / f"run_{len(seen):02d}"
-        rule, run = planned(command, run_dir, produced)
+        rule = rule_for(command)
         if rule is None:
             failures += 1
             rows.append((source, command, "UNCLASSIFIED: add a rule to scripts/docs_commands.py", ""))
-            continue
-        if rule.extra is None:
+        elif rule.extra is None:
             rows.append((source, command, f"skipped: {rule.why}", ""))
-            continue
-        if NEEDS_DATA.search(command) and not env.get("ENVSCHED_DATA"):
+        elif NEEDS_DATA.search(command) and not env.get("ENVSCHED_DATA"):
             rows.append((source, command, "skipped: benchmark data not found (set ENVSCHED_DATA)", ""))
-            continue
-        if args.list:
-            rows.append((source, command, f"would run: {run}", ""))
-            continue
+        else:
+            jobs.append(Job(len(seen), source, command, rule, set()))
+    dependencies(jobs, tmp)
+    produced: dict[str, str] = {}  # placeholder -> a path an earlier command (its PRODUCERS entry) wrote
+    if args.list:
+        for job in sorted(jobs, key=lambda j: bool(j.after)):
+            _, run = planned(job.command, tmp / f"run_{job.index:02d}", produced)
+            rows.append((job.source, job.command, f"would run: {run}", ""))
+        print(f"{len(rows)} commands, {failures} unclassified; outputs under {tmp}")
+        return 1 if failures else 0
+
+    def run(job: Job, line: str) -> tuple[subprocess.CompletedProcess, float]:
         t0 = time.perf_counter()
-        done = subprocess.run(["bash", "-c", run], cwd=REPO, env=env, capture_output=True, text=True, timeout=args.timeout)
-        seconds = f"{time.perf_counter() - t0:.0f} s"
-        if done.returncode != 0:
-            failures += 1
-            rows.append((source, command, f"FAILED (exit {done.returncode}): {done.stderr.strip()[-600:]}", seconds))
-            continue
-        rows.append((source, command, f"ok: {rule.why}", seconds))
-        produced = outputs(command, run_dir) | produced  # the first producer wins
-    print(f"{len(rows)} commands, {failures} failed or unclassified; outputs under {tmp}")
+        done = subprocess.run(["bash", "-c", line], cwd=REPO, env=env, capture_output=True, text=True, timeout=args.timeout)
+        return done, time.perf_counter() - t0
+
+    ran: list[tuple[float, str]] = []
+    finished: set[int] = set()
+    pending = sorted(jobs, key=lambda j: (not any(j.index in o.after for o in jobs), not HEAVY.search(j.command), j.index))
+    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+        running: dict = {}
+        while pending or running:
+            for job in [j for j in pending if j.after <= finished][: max(0, args.workers - len(running))]:
+                pending.remove(job)
+                run_dir = tmp / f"run_{job.index:02d}"
+                _, line = planned(job.command, run_dir, produced)
+                running[pool.submit(run, job, line)] = (job, run_dir)
+            done_now, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done_now:
+                job, run_dir = running.pop(future)
+                finished.add(job.index)
+                try:
+                    done, seconds = future.result()
+                except subprocess.TimeoutExpired:
+                    failures += 1
+                    rows.append((job.source, job.command, f"FAILED: still running after {args.timeout} s", f"{args.timeout} s"))
+                    continue
+                ran.append((seconds, job.command))
+                if done.returncode != 0:
+                    failures += 1
+                    rows.append((job.source, job.command, f"FAILED (exit {done.returncode}): {done.stderr.strip()[-600:]}",
+                                 f"{seconds:.0f} s"))  # fmt: skip
+                    continue
+                rows.append((job.source, job.command, f"ok: {job.rule.why}", f"{seconds:.0f} s"))
+                produced = outputs(job.command, run_dir) | produced  # the first producer wins
+    print("\nlongest commands (wall seconds, with the others running beside them):")
+    for seconds, command in sorted(ran, reverse=True)[:12]:
+        print(f"{seconds:>6.0f}  {command[:150]}")
+    print(f"{len(rows)} commands, {failures} failed or unclassified; {len(ran)} ran on {args.workers} workers; outputs under {tmp}")
     return 1 if failures else 0
 
 

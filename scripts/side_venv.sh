@@ -3,7 +3,8 @@
 # Sets VENV (NAME_VENV overrides it), PYTHON, TORCH, TMPDIR, start; NAME_VENV_FRESH=1 rebuilds.
 # When the venv is not installed yet it creates it with pip upgraded and the CPU torch first, and
 # sets NEEDS_INSTALL=1: the caller installs its packages, then runs `side_venv_installed`.
-# `side_venv_tests DIR [pytest args]` runs a test folder and prints the timings and the size.
+# `side_venv_tests DIR [pytest args]` runs a test folder and prints the timings and the size; with
+# `--setup-only` as the first argument it only says the venv is ready (the caller installed it).
 set -euo pipefail
 
 _name=$1
@@ -34,6 +35,10 @@ side_venv_tests() {
     shift
     label=$(basename "$0" .sh)
     installed=$(date +%s)
+    if [[ "${1:-}" == "--setup-only" ]]; then
+        echo "$label: $VENV ready in $((installed - start)) s ($(du -sh "$VENV" | cut -f1))"
+        return 0
+    fi
     # -p no:cacheprovider keeps the run from writing .pytest_cache next to the default suite's.
     "$VENV/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" "$folder" "$@"
     end=$(date +%s)

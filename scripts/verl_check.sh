@@ -2,7 +2,7 @@
 # Check `envsched_lightning.adapters.verl` against a real verl 0.9.1 install, in its own environment.
 #
 # verl 0.9.1 pins transformers <5.11 while this project pins >=5.16.1, so the two cannot share
-# .venv. This script builds .venv-verl (gitignored) once and runs tests_verl/ in it; rerunning reuses
+# .venv. This script builds .venv-verl (gitignored) once and runs tests/verl/ in it; rerunning reuses
 # the environment (VERL_VENV_FRESH=1 rebuilds it).
 #
 # What is installed, and why (the verl lines are the recipe docs/adapters.md gives users):
@@ -30,4 +30,4 @@ fi
 broken=$("$VENV/bin/pip" check 2>/dev/null | grep -v -e '^envsched-lightning ' -e '^No broken requirements' || true)
 if [[ -n "$broken" ]]; then echo "verl_check: broken requirements in $VENV:"; echo "$broken"; exit 1; fi
 
-side_venv_tests tests_verl "$@"
+side_venv_tests tests/verl "$@"

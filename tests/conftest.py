@@ -7,7 +7,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+# Suites that need a stack of their own (a virtual environment, a wheel, upstream code), each run by
+# the target named here. The default suite (`make test`, `pytest`) leaves them out; naming one
+# (`pytest tests/vllm`) collects it.
+STACK_SUITES = {
+    "bfcl": "make test-bfcl",  # our BFCL checkers against the official bfcl-eval code, in .venv-bfcl
+    "vllm": "make test-vllm",  # real vLLM (its CPU build) against the training model, in .venv-vllm
+    "verl": "make test-verl",  # the verl adapter in verl's own trainer loop, in .venv-verl
+    "smollm2": "make test-smollm2",  # SmolLM2-135M-Instruct from its PyPI wheel
+    "official": "python tests/official/<check>.py SNAPSHOT",  # differential scripts over an upstream checkout
+}
 
 # PyG writes generated propagate code into the temp dir; keep it inside the repo's scratch folder.
 os.environ.setdefault("TMPDIR", str(REPO / ".tmp"))
@@ -16,11 +28,29 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 
 
+def _stack_suite(path: Path) -> str | None:
+    """The stack suite `path` lies in (a folder of STACK_SUITES directly under tests/), if any."""
+    parts = path.resolve().relative_to(TESTS).parts if path.resolve().is_relative_to(TESTS) else ()
+    return parts[0] if parts and parts[0] in STACK_SUITES else None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave a stack suite out unless a command-line argument names it or a path inside it."""
+    suite = _stack_suite(collection_path)
+    if suite is None:
+        return None
+    named = (config.invocation_params.dir / arg.split("::")[0] for arg in config.args)
+    return not any(_stack_suite(path) == suite for path in named)
+
+
 @pytest.fixture(autouse=True)
-def no_default_benchmark_data(monkeypatch, tmp_path_factory) -> None:
+def no_default_benchmark_data(request, monkeypatch, tmp_path_factory) -> None:
     """Benchmark environments without `data_dir` read the default data root (`$ENVSCHED_DATA`, else the
-    user cache folder that `python -m envsched_lightning.data fetch` fills): every test starts with an
-    empty one, so what a test sees never depends on what this machine fetched before."""
+    user cache folder that `python -m envsched_lightning.data fetch` fills): every test of the default
+    suite starts with an empty one, so what a test sees never depends on what this machine fetched
+    before. The stack suites read the data root their target gives them."""
+    if _stack_suite(request.path) is not None:
+        return
     monkeypatch.delenv("ENVSCHED_DATA", raising=False)
     monkeypatch.setenv("ENVSCHED_DATA_CACHE", str(tmp_path_factory.mktemp("no_default_data")))
 

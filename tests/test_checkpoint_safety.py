@@ -30,7 +30,7 @@ from envsched_lightning.run_dirs import unique_dir
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from test_train import tiny_cfg  # noqa: E402
+from tests.run_configs import compose_cfg, tiny_cfg  # noqa: E402
 from train import train  # noqa: E402
 
 
@@ -120,7 +120,6 @@ def test_an_older_checkpoint_is_converted_only_on_explicit_trust(tmp_path):
 
 def test_evaluate_never_instantiates_targets_from_the_run_folder(tmp_path):
     """A nested `_target_` in the run's config_resolved.yaml (torch.load with pickle, builtins.open) is refused by key."""
-    from test_evaluate import compose_cfg
 
     from evaluate import use_run_policy
 

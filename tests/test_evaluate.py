@@ -10,7 +10,6 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
@@ -27,6 +26,8 @@ sys.path.insert(0, str(REPO))  # evaluate.py and train.py are scripts at the rep
 from evaluate import evaluate  # noqa: E402
 from train import drop_unselected_envs  # noqa: E402
 
+from tests.run_configs import compose_cfg  # noqa: E402
+
 CONF = REPO / "conf"
 WORLDS = ["env=[banking,calendar]", "env.banking.num_tasks=12", "env.calendar.num_tasks=12"]
 FAST = ["model.sampling.max_new_tokens=24", "torch_threads=1"]
@@ -36,11 +37,6 @@ PAPER_ENVS = ("bfcl_simple", "bfcl_multiple", "bfcl_parallel", "bfcl_parallel_mu
               "bfcl_irrelevance", "bfcl_live_simple", "bfcl_live_multiple", "bfcl_live_parallel",
               "bfcl_live_parallel_multiple", "bfcl_live_irrelevance", "bfcl_live_relevance", "bfcl_multi_turn_base",
               "tau_retail_test", "tau_airline_test", "acebench_agent_multi_step", "acebench_agent_multi_turn")  # fmt: skip
-
-
-def compose_cfg(name: str, *overrides: str) -> DictConfig:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(name, overrides=list(overrides))
 
 
 def save_run(run_dir: Path, cfg: DictConfig, module) -> Path:

@@ -2,7 +2,7 @@
 
 Real parts throughout: the banking world, the offline tokenizer, transformers generation, the
 Lightning Trainer with manual optimisation. The reward is measured on a fixed set (the 64 training
-tasks x 8 sampled rollouts, same sampling seed) right after the warm start and after 30 GRPO
+tasks x 8 sampled rollouts, same sampling seed) right after the warm start and after 45 GRPO
 steps (2 PPO epochs each), because per-step training rewards mostly reflect which 4 tasks were drawn.
 """
 
@@ -80,12 +80,13 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-def test_grpo_raises_the_mean_reward_after_a_warm_start(one_thread):
-    L.seed_everything(0)
+def reward_change(seed: int) -> tuple[float, float]:
+    """(sampled mean reward after the warm start, after GRPO) of one seeded run."""
+    L.seed_everything(seed)
     env = make_env("banking")
     tasks = env.tasks()[:NUM_TASKS]
     module = GRPOModule(
-        tiny_qwen3_policy(envs=[env], seed=0),
+        tiny_qwen3_policy(envs=[env], seed=seed),
         optimizer=partial(torch.optim.AdamW, lr=3e-4),
         sampling=dict(max_new_tokens=48),
         grpo=dict(group_size=GROUP, max_seq_len=512, ppo_epochs=2),  # 2 passes: a cheap, clipped second look
@@ -95,11 +96,18 @@ def test_grpo_raises_the_mean_reward_after_a_warm_start(one_thread):
     trainer = L.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, callbacks=[probe])  # fmt: skip
     trainer.fit(module, datamodule=data)
-
     assert module.warm_started and len(data.reports) == STEPS
-    before, after = probe.scores["before"], probe.scores["after"]
-    assert 0.05 < before < 0.9  # the warm start leaves room to learn
-    print(f"sampled mean reward on the training tasks: {before:.3f} -> {after:.3f}")
-    # measured at 45 steps, seeds 0 / 1 / 2: +0.051, +0.091, +0.054 (the probe's sampling noise on 512
-    # episodes with shared random numbers is about 0.02)
-    assert after > before + 0.04, f"mean reward {before:.3f} -> {after:.3f}"
+    return probe.scores["before"], probe.scores["after"]
+
+
+def test_grpo_raises_the_mean_reward_after_a_warm_start(one_thread):
+    runs = [reward_change(seed) for seed in (0, 1)]
+    for before, after in runs:
+        assert 0.05 < before < 0.9  # the warm start leaves room to learn
+        print(f"sampled mean reward on the training tasks: {before:.3f} -> {after:.3f}")
+    # The gain of one run depends on its seed as much as on GRPO: measured at 45 steps, seeds 0 / 1 / 2,
+    # +0.051 / +0.091 / +0.054 on one machine and +0.039 / +0.095 / +0.078 on another (AVX-512); the
+    # probe's sampling noise on 512 episodes with shared random numbers is about 0.02 per run. The mean
+    # of two seeds must clear twice that noise.
+    gain = statistics.mean(after - before for before, after in runs)
+    assert gain > 0.04, f"mean reward change over seeds 0 and 1: {gain:+.3f} ({runs})"

@@ -10,27 +10,12 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # train.py is a script at the repository root, not a package module
 from train import train  # noqa: E402
 
-CONF = REPO / "conf"
-
-# a few seconds per step on 2 cores: 3 tasks x 2 rollouts of 8 tokens, 3 small worlds
-TINY = [
-    "env.banking.num_tasks=6", "env.calendar.num_tasks=6", "env.messaging.num_tasks=6",
-    "data.batch_size=3", "data.steps_per_epoch=3", "data.eval_per_env=1", "steps=3",
-    "model.sampling.max_new_tokens=8", "model.grpo.group_size=2", "model.warm_start.steps=2",
-    "callbacks.scheduling_logger.plot_every=2", "callbacks.env_quota.max_share=0.34",
-]  # fmt: skip
-
-
-def tiny_cfg(out: Path, *overrides: str) -> DictConfig:
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("train", overrides=[*TINY, f"output_dir={out}", *overrides])
-
+from tests.run_configs import CONF, TINY, tiny_cfg  # noqa: E402
 
 def decisions(run_dir: Path) -> dict[int, list[dict]]:
     lines = (Path(run_dir) / "sched_decisions.jsonl").read_text().splitlines()

@@ -1,4 +1,4 @@
-"""What the differential tests of tests_bfcl share when they compare our outputs with the official code's."""
+"""What the differential tests of tests/bfcl share when they compare our outputs with the official code's."""
 
 from __future__ import annotations
 

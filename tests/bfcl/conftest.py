@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(os.environ.get("ENVSCHED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+DATA = Path(os.environ.get("ENVSCHED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
 
 
 @pytest.fixture(scope="session")

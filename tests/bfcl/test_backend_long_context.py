@@ -32,7 +32,7 @@ import pytest
 
 official_lc = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.long_context")
 
-from bfcl_compare import canonical  # noqa: E402
+from tests.bfcl.bfcl_compare import canonical  # noqa: E402
 from envsched_lightning.envs.bfcl.backends import Backend, render_result  # noqa: E402
 from envsched_lightning.envs.bfcl.backends import long_context_data as ours_lc  # noqa: E402
 from envsched_lightning.envs.bfcl.backends.math_api import MAX_PRECISION  # noqa: E402

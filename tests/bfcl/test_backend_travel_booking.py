@@ -28,7 +28,7 @@ import pytest
 official_module = pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.travel_booking")
 OfficialTravelAPI = official_module.TravelAPI
 
-from bfcl_compare import canonical  # noqa: E402
+from tests.bfcl.bfcl_compare import canonical  # noqa: E402
 from envsched_lightning.envs.bfcl.backends import render_result  # noqa: E402
 from envsched_lightning.envs.bfcl.backends.travel_booking import AIRPORTS, CITY_AIRPORTS, TravelAPI  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402

@@ -58,9 +58,9 @@ from bfcl_eval import utils as official_utils  # noqa: E402
 
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
 from envsched_lightning.envs.bfcl.multi_turn import CATEGORIES, MODEL_NAME, MultiTurnEnvironment, replay  # noqa: E402
-from bfcl_compare import SHARE, canonical, sampled  # noqa: E402
+from tests.bfcl.bfcl_compare import SHARE, canonical, sampled  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or ROOT.parent / "shared" / "data")
 RANDOM_PER_TASK = 60  # seeded random combinations per task, on top of the systematic variants
 

@@ -46,7 +46,7 @@ from envsched_lightning.envs.bfcl.single_turn import CATEGORIES, BfclEnvironment
 from envsched_lightning.envs.bfcl.checker import decode_qwen_fc
 from envsched_lightning.envs.bfcl.languages import COLLECTION_TYPES, SOURCE_TYPES, from_source, hinted_docs, to_source
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or ROOT.parent / "shared" / "data")
 MODEL = "Qwen/Qwen3-8B-FC"
 MODEL_DIR_NAME = MODEL.replace("/", "_")  # as the runner passes it; ast_checker maps "_" back to "/"

@@ -3,7 +3,7 @@
 Upstream's checker is not on a registry, so the official behaviour is written down here from its code
 (chenchen0103/ACEBench `eval_main.py`, `model_eval/checker.py`, `model_inference/utils.py`): one
 test per quirk (tags as in `envs/acebench/official.py` and `docs/benchmarks.md`). The measured agreement
-with upstream's own code comes from `scripts/acebench_diff.py`.
+with upstream's own code comes from `tests/official/acebench_diff.py`.
 """
 
 from __future__ import annotations

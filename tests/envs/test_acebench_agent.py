@@ -3,7 +3,7 @@
 `data/acebench_agent_official.json.gz` holds what upstream's own code (chenchen0103/ACEBench at 56dd66cf:
 its inference loops, agents, execution roles, sandboxes, `agent_eval` and `agent_eval_process`) gave
 for 2008 agent message paths over the 50 tasks: the milestones as written, re-written as valid Python,
-and their perturbations, and random calls of the tasks' tools (`scripts/acebench_agent_diff.py`, which wrote the file and re-checks against a
+and their perturbations, and random calls of the tasks' tools (`tests/official/acebench_agent_diff.py`, which wrote the file and re-checks against a
 snapshot). Each path is replayed here through our environment, as text turns and as tool calls.
 """
 

@@ -4,7 +4,7 @@ Python categories first, then Java and JavaScript (values are source strings, ty
 converters type them).
 
 The official verdict's quirks are pinned here on real records (no bfcl-eval needed); the output-by-output
-comparison with the official code is tests_bfcl/test_single_turn_agreement.py (scripts/bfcl_check.sh).
+comparison with the official code is tests/bfcl/test_single_turn_agreement.py (scripts/bfcl_check.sh).
 """
 
 from __future__ import annotations

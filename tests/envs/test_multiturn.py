@@ -1,6 +1,6 @@
 """BFCL-v3 multi_turn_base: ground truth replays and passes, wrong calls fail, and the official
 behaviours (texts and verdicts, quirks included) hold without bfcl-eval installed. The side-by-side
-check against the official code is tests_bfcl/test_multi_turn_agreement.py (scripts/bfcl_check.sh)."""
+check against the official code is tests/bfcl/test_multi_turn_agreement.py (scripts/bfcl_check.sh)."""
 
 from __future__ import annotations
 

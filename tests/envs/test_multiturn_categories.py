@@ -1,7 +1,7 @@
 """BFCL v4 multi-turn categories miss_func, miss_param and long_context (`MultiTurnEnvironment(category=...)`):
 ground truth passes, the turns and tools are the ones upstream's inference sends, wrong behaviour
 fails as upstream's checker fails it. The side-by-side check against the official code is
-tests_bfcl/test_multi_turn_agreement.py. v4 data: `../shared/data/bfcl_v4` when there, else
+tests/bfcl/test_multi_turn_agreement.py. v4 data: `../shared/data/bfcl_v4` when there, else
 fetched from the pinned wheel (skipped offline)."""
 
 from __future__ import annotations

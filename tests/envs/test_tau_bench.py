@@ -1,7 +1,7 @@
 """tau-bench retail/airline: the official tools' outputs, state changes and reward, quirks included.
 
 Expected values are written from the official tool code (sierra-research/tau-bench, tau_bench/envs/*/tools)
-and built here from the raw JSON records, not from our tools. `scripts/tau_differential.py` runs the
+and built here from the raw JSON records, not from our tools. `tests/official/tau_differential.py` runs the
 official code itself against ours over every task and many perturbations.
 """
 

@@ -1,5 +1,5 @@
 """Simulated users: the scripted one, and a local chat model playing the user (the tiny Qwen3 saved as a folder here;
-tests_smollm2/test_model_user.py plays it with SmolLM2-135M-Instruct)."""
+tests/smollm2/test_model_user.py plays it with SmolLM2-135M-Instruct)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Differential check: our ACEBench-Agent sandboxes and scores against upstream's own code, on agent message paths.
 
-    .venv/bin/python scripts/acebench_agent_diff.py SNAPSHOT [--data DIR] [--record FILE] [--show N]
+    .venv/bin/python tests/official/acebench_agent_diff.py SNAPSHOT [--data DIR] [--record FILE] [--show N]
 
 SNAPSHOT is a checkout of chenchen0103/ACEBench or its bare git directory (read with `git archive`).
 Upstream's inference loops (`multi_step_inference`, `multi_turn_inference` of
@@ -39,7 +39,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from envsched_lightning.envs.acebench.agent import CATEGORIES, AceBenchAgentEnvironment, FINISH, DecodeFailure, call_text, decode_agent_message  # noqa: E402
 from envsched_lightning.envs.base import ToolCall, next_turn  # noqa: E402

@@ -1,6 +1,6 @@
 """Differential check: our ACEBench checker against upstream's own code, on generated outputs.
 
-    .venv/bin/python scripts/acebench_diff.py SNAPSHOT [--data DIR] [--rules official|training] [--show N]
+    .venv/bin/python tests/official/acebench_diff.py SNAPSHOT [--data DIR] [--rules official|training] [--show N]
 
 SNAPSHOT is a checkout of chenchen0103/ACEBench (it needs `eval_main.py`, `model_eval/` and
 `model_inference/utils.py`) or its bare git directory (read with `git archive`). Upstream's code is
@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from envsched_lightning.envs.acebench.normal import CATEGORIES, NORMAL, AceBenchEnvironment, ground_truth_answer, judge, official_text  # noqa: E402
 from envsched_lightning.envs.base import ToolCall  # noqa: E402
@@ -255,7 +255,7 @@ def synthetic_cases() -> list[tuple[str, dict, dict, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("snapshot")
-    parser.add_argument("--data", default=os.environ.get("ENVSCHED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")))
+    parser.add_argument("--data", default=os.environ.get("ENVSCHED_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data")))
     parser.add_argument("--rules", default="official", choices=("official", "training"))
     parser.add_argument("--show", type=int, default=3, help="disagreements printed per (category, variant)")
     parser.add_argument("--by-variant", action="store_true", help="also print pass rates per variant")

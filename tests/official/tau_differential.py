@@ -9,7 +9,7 @@ probes, extra writes on the task's user, a transfer to a human agent mid-way). I
 output string, the final database (official hash of each side) and the reward (the official reward
 from `Env.calculate_reward` with the agent's reply as a `respond` action, against our `verify`).
 
-Usage: python scripts/tau_differential.py [--git PATH] [--data DIR] [--split all|ours|test] [--max-tasks N]
+Usage: python tests/official/tau_differential.py [--git PATH] [--data DIR] [--split all|ours|test] [--max-tasks N]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from subprocess import run
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from envsched_lightning.envs.tau.environment import TERMINATE, TauEnvironment, TauEpisode  # noqa: E402

@@ -16,16 +16,9 @@ from envsched_lightning.models import build_offline_tokenizer, reference_chat_te
 from envsched_lightning.rollout import ChatRenderer, Completion, oracle_rollouts, rollout_episodes
 from envsched_lightning.rollout.chat import PROMPT_FALLBACK
 
-from tests.envs.conftest import build, builtin_yamls
-from tests.rollout.test_qwen3_template import spans
+from tests.envs.helpers import build, builtin_yamls
+from tests.rollout.helpers import CHATML_NO_TOOLS, check_family_episode
 
-# SmolLM2-Instruct's own template (ChatML with a default system prompt, no tool support)
-CHATML_NO_TOOLS = (
-    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
-    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
-    "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
 FAMILIES = {  # name: (template, extra special tokens, bos, turn end, expected protocol, template kwargs)
     "qwen3": ("qwen3", [], None, "<|im_end|>", "hermes", {"enable_thinking": False}),
     "qwen2_5": ("qwen2_5", [], None, "<|im_end|>", "hermes", {}),
@@ -47,21 +40,6 @@ def family_tokenizer(family: str, env):
         tok.bos_token = bos
     tok.eos_token = turn_end
     return tok
-
-
-def check_episode(renderer, env, task, ep):
-    decode = lambda ids: renderer.tokenizer.decode(ids, skip_special_tokens=False)  # noqa: E731
-    render = lambda msgs: renderer.render(msgs, env.tools_for(task), gen_prompt=True)  # noqa: E731
-    assert decode(ep.token_ids[: ep.prompt_len]) == render(task.messages)
-    assistant_at = [i for i, m in enumerate(ep.messages) if m["role"] == "assistant"]
-    runs = spans(ep)
-    generated = [ids for flag, ids in runs if flag == 1]
-    context = [ids for flag, ids in runs if flag == 0]
-    assert len(generated) == ep.turns == len(assistant_at)
-    for ids, at in zip(generated, assistant_at):
-        assert decode(ids) == ep.messages[at]["content"] + renderer.eos_text
-    for k, ids in enumerate(context):
-        assert render(ep.messages[: assistant_at[k + 1]]).endswith(decode(ids))
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -87,7 +65,7 @@ def test_scripted_episodes_solve_every_built_in_world_in_each_family(family, pat
     for task, ep in zip(tasks, batch.episodes):
         assert ep.reward == 1.0, ep.reason
         assert ep.parse_errors == 0
-        check_episode(renderer, env, task, ep)
+        check_family_episode(renderer, env, task, ep)
     calls = [m["content"] for ep in batch.episodes for m in ep.messages if m["role"] == "assistant"]
     fmt = renderer.protocol.format
     assert any(fmt.parse(c).calls for c in calls)
@@ -123,7 +101,7 @@ def test_sampled_turns_keep_logprobs_aligned_and_results_masked(family, counter_
         assert all((lp != 0.0) == bool(m) for lp, m in zip(ep.sample_logprobs, ep.loss_mask))
         tool_text = tok.decode([t for t, m in zip(ep.token_ids, ep.loss_mask) if not m][ep.prompt_len :])
         assert "count" in tool_text and "3" in tool_text  # the result reached the model, as context (mask 0)
-        check_episode(renderer, counter_env, task, ep)
+        check_family_episode(renderer, counter_env, task, ep)
 
 
 def test_a_configured_format_overrides_detection(counter_env):

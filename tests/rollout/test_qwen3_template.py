@@ -16,7 +16,8 @@ from envsched_lightning.envs.parsing import render_tool_call
 from envsched_lightning.models import build_offline_tokenizer, reference_chat_template
 from envsched_lightning.rollout import oracle_rollouts
 
-from tests.envs.conftest import build, builtin_yamls
+from tests.envs.helpers import build, builtin_yamls
+from tests.rollout.helpers import spans
 
 KW = {"enable_thinking": False}  # as conf/model/qwen3_8b.yaml
 THINK_OFF = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
@@ -26,18 +27,6 @@ def qwen3_tokenizer(env):
     tok = build_offline_tokenizer([env], vocab_size=512)
     tok.chat_template = reference_chat_template("qwen3")
     return tok
-
-
-def spans(ep):
-    """Alternating (generated?, token ids) runs of one episode after its prompt."""
-    out, cur, flag = [], [], None
-    for t, m in zip(ep.token_ids[ep.prompt_len :], ep.loss_mask[ep.prompt_len :]):
-        if m != flag and cur:
-            out.append((flag, cur))
-            cur = []
-        flag = m
-        cur.append(t)
-    return out + ([(flag, cur)] if cur else [])
 
 
 def check_episode(tok, env, task, ep):

@@ -4,7 +4,7 @@ The default suite's environment has no vLLM, so `FakeVLLM` below is a STAND-IN f
 names the engine uses (`LLM`, `SamplingParams`, `LoRARequest`) and for `LLM.collective_rpc` (the
 worker-extension calls, recorded, not run; `FakeVLLM(rpc=False)` is a vLLM without them): it records
 every call and answers with canned token ids. What is real: the peft LoRA model whose adapter is saved, the tokenizer, and
-the engine's own bookkeeping. The engine against real vLLM is tested in `tests_vllm/`
+the engine's own bookkeeping. The engine against real vLLM is tested in `tests/vllm/`
 (`make test-vllm`).
 """
 

@@ -12,8 +12,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from envsched_lightning.rollout import ChatRenderer, oracle_rollouts
-from tests.envs.conftest import build, builtin_yamls
-from tests.rollout.test_family_templates import CHATML_NO_TOOLS, check_episode
+from tests.envs.helpers import build, builtin_yamls
+from tests.rollout.helpers import CHATML_NO_TOOLS, check_family_episode
 
 
 @pytest.fixture(scope="module")
@@ -35,4 +35,4 @@ def test_scripted_episodes_under_smollm2s_template(tokenizer, path, schemas):
     batch = oracle_rollouts(tokenizer, [(t, env) for t in tasks], tool_schemas=schemas)
     for task, ep in zip(tasks, batch.episodes):
         assert ep.reward == 1.0 and ep.parse_errors == 0, ep.reason
-        check_episode(renderer, env, task, ep)
+        check_family_episode(renderer, env, task, ep)

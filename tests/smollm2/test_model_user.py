@@ -9,7 +9,7 @@ import pytest
 from envsched_lightning.envs.acebench.agent import AceBenchAgentEnvironment
 from envsched_lightning.envs.base import next_turn
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 @pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")

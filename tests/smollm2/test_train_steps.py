@@ -18,7 +18,7 @@ import pytest
 
 from envsched_lightning.models import CheckpointMismatch, load_pretrained_qwen3
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHORT = ["steps=2", "data.steps_per_epoch=2", "data.eval_per_env=2", "model.warm_start.steps=2",
          "trainer.num_sanity_val_steps=0"]  # fmt: skip
 ENGINES = {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-CONSTRAINTS = Path(__file__).resolve().parents[1] / "scripts" / "verl_constraints.txt"
+CONSTRAINTS = Path(__file__).resolve().parents[2] / "scripts" / "verl_constraints.txt"
 
 
 def _installed(name: str) -> str | None:

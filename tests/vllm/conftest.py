@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests_vllm.helpers import close, load_policy, make_engine  # first: sets vLLM's environment
+from tests.vllm.helpers import close, load_policy, make_engine  # first: sets vLLM's environment
 
 import pytest  # noqa: E402
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 os.environ.setdefault("TMPDIR", str(REPO / ".tmp"))
 Path(os.environ["TMPDIR"]).mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -21,7 +21,9 @@ os.environ.setdefault("WANDB_SILENT", "true")
 import torch  # noqa: E402
 
 from envsched_lightning.grpo.logprobs import masked_token_logprobs  # noqa: E402
-from envsched_lightning.models.checkpoint import REHEARSAL_VLLM, load_rehearsal_policy  # noqa: E402
+from envsched_lightning.models.checkpoint import REHEARSAL_TEMPLATE_KW, REHEARSAL_VLLM, load_rehearsal_policy  # noqa: E402
+from envsched_lightning.rollout import SamplingConfig, run_agent_loop  # noqa: E402
+from envsched_lightning.rollout.types import pack_sequences  # noqa: E402
 from envsched_lightning.rollout.vllm_engine import VLLMEngine, import_vllm  # noqa: E402
 
 import_vllm()  # collection fails here, loudly, when vLLM is missing
@@ -62,3 +64,19 @@ def logprob_gap(model: torch.nn.Module, seqs, temperature: float) -> torch.Tenso
         ours = masked_token_logprobs(model, seqs.tokens, seqs.attention_mask, seqs.loss_mask, temperature)
     picked = seqs.loss_mask.bool()
     return (ours - seqs.sample_logprobs)[picked].abs()
+
+
+ROLLOUT_GROUP = 4
+"""Rollouts per task in `rollouts`."""
+
+
+def items(worlds, per_world: int = 3):
+    return [(task, env) for env in worlds for task in env.tasks()[:per_world]]
+
+
+def rollouts(engine, policy, worlds, temperature: float, seed: int = 0):
+    """Whole multi-turn episodes of the first tasks of `worlds`, sampled by `engine`, and their packed sequences."""
+    sampling = SamplingConfig(max_new_tokens=96, temperature=temperature, seed=seed)
+    batch = run_agent_loop(engine, policy.tokenizer, items(worlds), ROLLOUT_GROUP, sampling, max_seq_len=4096,
+                           chat_template_kwargs=REHEARSAL_TEMPLATE_KW)  # fmt: skip
+    return batch, pack_sequences(batch.episodes, policy.tokenizer.pad_token_id)

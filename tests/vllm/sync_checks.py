@@ -9,8 +9,7 @@ from pathlib import Path
 import torch
 
 from envsched_lightning.rollout import SamplingConfig
-from tests_vllm.helpers import TOL, logprob_gap
-from tests_vllm.test_logprob_agreement import rollouts
+from tests.vllm.helpers import TOL, logprob_gap, rollouts
 
 
 def perturb(model: torch.nn.Module, scale: float, seed: int) -> None:

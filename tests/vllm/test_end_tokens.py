@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests_vllm.helpers import close, load_policy, make_engine
+from tests.vllm.helpers import close, load_policy, make_engine
 
 from envsched_lightning.models import load_pretrained_qwen3
 from envsched_lightning.models.checkpoint import REHEARSAL_TEMPLATE_KW

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests_vllm.helpers import TOL, close, load_policy, make_engine
-from tests_vllm.sync_checks import each_step_serves_its_own_weights, fifty_syncs
-from tests_vllm.test_current_adapter import fit, items_of
+from tests.vllm.helpers import TOL, close, load_policy, make_engine
+from tests.vllm.sync_checks import each_step_serves_its_own_weights, fifty_syncs
+from tests.vllm.fit_probe import fit, items_of
 
 
 @pytest.fixture(scope="module")

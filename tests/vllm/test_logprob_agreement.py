@@ -12,25 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from envsched_lightning.models.checkpoint import REHEARSAL_TEMPLATE_KW
-from envsched_lightning.rollout import SamplingConfig, run_agent_loop
-from envsched_lightning.rollout.types import pack_sequences
-
-from tests_vllm.helpers import TOL, load_policy, logprob_gap
-
-
-GROUP = 4
-
-
-def items(worlds, per_world: int = 3):
-    return [(task, env) for env in worlds for task in env.tasks()[:per_world]]
-
-
-def rollouts(engine, policy, worlds, temperature: float, seed: int = 0):
-    sampling = SamplingConfig(max_new_tokens=96, temperature=temperature, seed=seed)
-    batch = run_agent_loop(engine, policy.tokenizer, items(worlds), GROUP, sampling, max_seq_len=4096,
-                           chat_template_kwargs=REHEARSAL_TEMPLATE_KW)  # fmt: skip
-    return batch, pack_sequences(batch.episodes, policy.tokenizer.pad_token_id)
+from tests.vllm.helpers import TOL, load_policy, logprob_gap, rollouts
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])

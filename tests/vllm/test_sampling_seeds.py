@@ -3,7 +3,7 @@ and the same seed gives the same rollouts from a fresh engine."""
 
 from __future__ import annotations
 
-from tests_vllm.helpers import close, load_policy, make_engine
+from tests.vllm.helpers import close, load_policy, make_engine
 
 from envsched_lightning.rollout import SamplingConfig
 

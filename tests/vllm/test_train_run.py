@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("ENVSCHED_DATA") or REPO.parent / "shared" / "data")
 # the experiment evaluates tau-bench's own test lists, which come from GitHub; without them they are left out
 NO_TAU_TASKS = [] if (DATA / "tau_bench_tasks").is_dir() else ["~data.eval_envs.tau_retail_test", "~data.eval_envs.tau_airline_test"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests_vllm.helpers import load_policy
-from tests_vllm.sync_checks import each_step_serves_its_own_weights, fifty_syncs
+from tests.vllm.helpers import load_policy
+from tests.vllm.sync_checks import each_step_serves_its_own_weights, fifty_syncs
 
 
 def test_each_step_samples_that_steps_adapter(synced_engine, checkpoint_dir, worlds):

@@ -20,7 +20,7 @@ How an episode runs, as upstream's inference loop runs it:
   process record) and, in multi_turn, the simulated user's reply (`envs/users.py`), which ends the
   episode when it says "finish conversation".
 The state is recorded only if some message was executed (upstream's result list is otherwise empty).
-Departures (none changes a verdict on the tasks' own paths, see `scripts/acebench_agent_diff.py`):
+Departures (none changes a verdict on the tasks' own paths, see `tests/official/acebench_agent_diff.py`):
 upstream runs `eval` on the call text; here calls are dispatched to the sandbox methods with the
 decoded literal values, so a value upstream would evaluate as code (a call with keywords nested in
 an argument, e.g. `dict(a=1)`, or `inf`) fails the call instead; each episode starts from a fresh

@@ -2,7 +2,7 @@
 
 Written from bfcl-eval 2026.3.23 (`QwenFCHandler.decode_ast`, `eval_checker/ast_eval/ast_checker.py`,
 `eval_runner._evaluate_single_{ast,relevance}_entry`) as configured for `Qwen/Qwen3-8B-FC`, and
-checked against that code by `tests_bfcl/test_single_turn_agreement.py`. Under `rules="official"`
+checked against that code by `tests/bfcl/test_single_turn_agreement.py`. Under `rules="official"`
 every quirk of the official verdict is kept, each named `QUIRK` below and in `docs/benchmarks.md`,
 because a reported score must be the leaderboard's. `rules="training"` departs from it in two places
 only, both where the official rule rewards a wrong behaviour (`TRAINING` below); it is for rewards,

@@ -7,7 +7,7 @@ bfcl-eval 2026.3.23's checker turns into a Python value with regular expressions
 the same way, so `from_source` does, every quirk included (each marked QUIRK): a string that does
 not fit the pattern of its type stays a string, and that string then fails the type check or is
 compared as a "variable". The patterns below are upstream's, because they define the verdict;
-`tests_bfcl/test_single_turn_agreement.py` compares the conversion with upstream's on generated strings.
+`tests/bfcl/test_single_turn_agreement.py` compares the conversion with upstream's on generated strings.
 
 `to_source` writes an expected value as a string that reads back as it (for ground-truth answers),
 and `hinted_docs` rewrites the function docs as upstream's inference shows them to the model.
