@@ -22,7 +22,7 @@ VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 
 SMOLLM2_DIR ?= models/SmolLM2-135M-Instruct
 
 .PHONY: setup train test bench sim clean data setup-vllm rehearsal test-vllm docs-check test-bfcl test-bfcl-full test-verl smollm2 test-smollm2 \
-	test-smollm2-vllm train-smollm2 setup-bfcl setup-verl
+	test-smollm2-vllm train-smollm2 setup-bfcl setup-verl rehearsal-data
 
 # $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
 define install_venv
@@ -90,6 +90,8 @@ setup-vllm: $(VLLM_STAMP)
 PINNED_TAU_TASKS := tests/envs/data/tau_bench_tasks_59a200c6.tar.gz
 REHEARSAL_DATA := $(if $(wildcard $(ENVSCHED_DATA)/tau_bench_tasks),$(ENVSCHED_DATA),$(TMPDIR)/rehearsal/data)
 REHEARSAL_RUN := env ENVSCHED_DATA=$(REHEARSAL_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_BIN)/python
+
+rehearsal-data: $(REHEARSAL_DATA)
 
 $(TMPDIR)/rehearsal/data: $(STAMP)
 	@test -n "$(ENVSCHED_DATA)" || { echo "rehearsal: no data root; set ENVSCHED_DATA (python -m envsched_lightning.data fetch all)"; exit 1; }

@@ -11,6 +11,7 @@ Usage (from the repository root, after `make setup`):
     .venv/bin/python scripts/docs_commands.py --list     # show what would run, and how
     .venv/bin/python scripts/docs_commands.py --only sim # those whose text contains "sim"
     .venv/bin/python scripts/docs_commands.py --workers 2 # two at a time (a command waits for those it reads)
+    .venv/bin/python scripts/docs_commands.py --shard 1/2 # half of them (with what they read); --shard 2/2 the rest
 `python` in a command is the project's `.venv/bin/python` (the docs assume the venv is active).
 Exit status 1 when any command fails or is unclassified.
 """
@@ -197,18 +198,59 @@ class Job:
     after: set[int]
 
 
+WRITES = re.compile(r"(?:hydra\.run\.dir=|--out |--to )(\S{8,})")
+"""A folder or file a command writes as the docs show it (later commands that name it read it)."""
+
+
 def dependencies(jobs: list[Job], tmp: Path) -> None:
     """Fill each job's `after`: the producers of the placeholders it reads, the `git worktree add` that
-    creates a folder it names, and (for `make`, which installs into the shared venv) the previous make."""
+    creates a folder it names, an earlier command that writes a path it names (WRITES), and (for `make`,
+    which installs into the shared venv) the previous make."""
     worktrees = {j.index: j.command.split()[3] for j in jobs if j.command.startswith("git worktree add ")}
     last_make = None
-    for job in jobs:
+    for n, job in enumerate(jobs):
         text = rewritten(job.command, tmp)
         job.after |= {other.index for other in jobs for p in PLACEHOLDERS if p in text and PRODUCERS[p](other.command)}
         job.after |= {i for i, folder in worktrees.items() if i != job.index and folder in job.command}
+        job.after |= {e.index for e in jobs[:n] if any(path in job.command for path in WRITES.findall(e.command))}
         if job.command.startswith("make "):
             job.after |= {last_make} if last_make is not None else set()
             last_make = job.index
+
+
+def shard_arg(text: str) -> tuple[set[int], int]:
+    """`I/N` or `I,J/N` -> ({I, J}, N), shards numbered from 1."""
+    picked, _, total = text.partition("/")
+    shards, n = {int(i) for i in picked.split(",")}, int(total or 1)
+    if not shards or not all(1 <= i <= n for i in shards):
+        raise argparse.ArgumentTypeError(f"shards must lie in 1..{n}: {text!r}")
+    return shards, n
+
+
+def in_shards(jobs: list[Job], shards: set[int], n: int) -> list[Job]:
+    """The jobs of `shards` of `n`: groups of jobs linked by `after` stay whole, and groups go, heaviest
+    first, to the lightest shard (a HEAVY command weighs 4, any other 1), so shards are alike in size."""
+    group = {j.index: j.index for j in jobs}
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            i = group[i]
+        return i
+
+    for job in jobs:
+        for other in job.after:
+            group[root(other)] = root(job.index)
+    members: dict[int, list[Job]] = {}
+    for job in jobs:
+        members.setdefault(root(job.index), []).append(job)
+    weight = {r: sum(4 if HEAVY.search(j.command) else 1 for j in js) for r, js in members.items()}
+    load, keep = [0] * n, []
+    for r in sorted(members, key=lambda r: (-weight[r], r)):
+        target = min(range(n), key=lambda k: (load[k], k))
+        load[target] += weight[r]
+        if target + 1 in shards:
+            keep += members[r]
+    return sorted(keep, key=lambda j: j.index)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=900, help="seconds per command")
     parser.add_argument("--workers", type=int, default=1,
                         help="commands run at once (a command that reads another's outputs waits for it)")
+    parser.add_argument("--shard", default="1/1", type=shard_arg,
+                        help="I/N or I,J/N: run shards I (and J) of N, each a fixed share of the commands with "
+                             "those they read (CI runs the shards in two lanes)")  # fmt: skip
     args = parser.parse_args(argv)
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}", WANDB_MODE="offline",
                WANDB_SILENT="true", TMPDIR=os.environ.get("TMPDIR", str(REPO / ".tmp")))  # fmt: skip
@@ -245,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             jobs.append(Job(len(seen), source, command, rule, set()))
     dependencies(jobs, tmp)
+    jobs = in_shards(jobs, *args.shard)
     produced: dict[str, str] = {}  # placeholder -> a path an earlier command (its PRODUCERS entry) wrote
     if args.list:
         for job in sorted(jobs, key=lambda j: bool(j.after)):
