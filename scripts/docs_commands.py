@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "results").glob("*.md"))]
 # paths the docs show as examples of a run's outputs: filled with what an earlier command wrote
 CKPT_PLACEHOLDER = "outputs/.../checkpoints/last.ckpt"
 RESULTS_PLACEHOLDER = "outputs/grpo_efficiency/grpo_efficiency.json"

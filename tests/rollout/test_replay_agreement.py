@@ -3,13 +3,15 @@ same verdict: both follow `envs.base.play_turn`. The loop plays the same texts t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from envsched_lightning.envs import make_env
 from envsched_lightning.envs.score import replay
 from envsched_lightning.rollout.agent_loop import default_oracle, oracle_rollouts
 
-from tests.conftest import SHARED_DATA
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def scripts(task, env) -> dict[str, list[str]]:
