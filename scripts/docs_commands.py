@@ -228,8 +228,9 @@ def shard_arg(text: str) -> tuple[set[int], int]:
 
 
 def in_shards(jobs: list[Job], shards: set[int], n: int) -> list[Job]:
-    """The jobs of `shards` of `n`: groups of jobs linked by `after` stay whole, and groups go, heaviest
-    first, to the lightest shard (a HEAVY command weighs 4, any other 1), so shards are alike in size."""
+    """The jobs of `shards` of `n`: groups of jobs linked by `after` stay whole (and the commands on
+    vLLM form one group), and groups go, heaviest first, to the lightest shard (a HEAVY command weighs
+    4, any other 1), so shards are alike in size."""
     group = {j.index: j.index for j in jobs}
 
     def root(i: int) -> int:
@@ -240,6 +241,11 @@ def in_shards(jobs: list[Job], shards: set[int], n: int) -> list[Job]:
     for job in jobs:
         for other in job.after:
             group[root(other)] = root(job.index)
+    # every command on vLLM in one shard (the heaviest, so the first): two vLLM engines at once would
+    # not fit this machine's memory beside the rest of CI
+    on_vllm = [j.index for j in jobs if ".venv-vllm" in j.command]
+    for i in on_vllm[1:]:
+        group[root(i)] = root(on_vllm[0])
     members: dict[int, list[Job]] = {}
     for job in jobs:
         members.setdefault(root(job.index), []).append(job)
