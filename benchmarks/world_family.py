@@ -4,6 +4,7 @@
     python -m benchmarks.world_family --quick         # 8 worlds x 2 seeds x 60 steps, no named worlds
     python -m benchmarks.world_family --workers 2 --json out.json --per-world
     python -m benchmarks.world_family --chance        # the same worlds, rewards partly or wholly by chance
+    python -m benchmarks.world_family --mechanism clustered   # near-copies, interference, costly rollouts
 
 Per world, every scheduler's seed-averaged held-out curve is compared with uniform's: `steps` is
 the (linearly interpolated) first step at which it reaches uniform's final score, `ratio` =
@@ -34,6 +35,15 @@ the trajectory, and its length, is the policy's own: what envsched's `dependence
 `noise_told [key=value ...]` is envsched (with those options) told the share of each task's reward
 the policy decides (`run_noise_told`): what perfect detection of reward noise would be worth, a
 reference like the oracle.
+
+`--mechanism clustered` draws worlds of the third mechanism (`simulation/clustered.py`): templates
+plus near-copy clusters whose copies teach less together in one batch, environments whose training
+lowers others' skills, forgetting, and rollouts of 1-30 turns at 50-800 tokens a turn. It adds
+`token_ratio` (median and lower quartile): uniform's tokens up to its final score over the tokens a
+row spends to reach it. Its oracle also knows the copies (a greedy fill that counts each further
+copy of a cluster less) and the interference (each task weighed by what training its environment
+does in all). A drawn world where uniform's held-out score does not rise is left out of the tables,
+and the run says which.
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ from envsched_lightning.threads import set_torch_threads
 BASELINES = ("mopps", "plr", "greso", "sec", "dapo")
 REFERENCES = ("oracle", "dapo", "noise_told")  # rows that are not a registered scheduler
 BATCH_SIZE, GROUP_SIZE = 32, 8  # tasks per step, rollouts per task
+PREFIX = {"template": "w", "composed": "c", "clustered": "k"}  # a drawn world's key: this letter and its number
 # the default rows; any "<scheduler> key=value ..." label runs that scheduler with those options
 DEFAULT_LABELS = ("random", *BASELINES, "envsched", "envsched use_gnn=true", "envsched cross_edges=false",
                   "envsched coverage=0", "envsched gate=false", "envsched explore_untried=0.5", "oracle")  # fmt: skip
@@ -113,9 +124,10 @@ def _job(args: tuple) -> tuple:
         res = run_scheduler(w, name, seed, steps, BATCH_SIZE, GROUP_SIZE, label=label, **opts)
     spent = {"flaky": float(np.mean(res.flaky_share)), "zero_var": float(np.mean(res.zero_var)),
              "gain": res.gain_per_kilo_rollout()}  # fmt: skip
-    if name == "dapo":
-        res = on_rollout_axis(res, steps, BATCH_SIZE * GROUP_SIZE)
-    return key, label, seed, res.scores, 1000 * float(np.mean(res.sched_seconds)), spent
+    tokens = [0.0, *res.tokens]
+    if name == "dapo":  # its steps are put on the rollout axis; its tokens are not compared
+        res, tokens = on_rollout_axis(res, steps, BATCH_SIZE * GROUP_SIZE), None
+    return key, label, seed, res.scores, 1000 * float(np.mean(res.sched_seconds)), spent, tokens
 
 
 def on_rollout_axis(res: RunResult, steps: int, per_step: int) -> RunResult:
@@ -138,8 +150,12 @@ def steps_to(curve: np.ndarray, target: float, horizon: int) -> float:
     return k - 1 + float((target - lo) / max(hi - lo, 1e-12))
 
 
-def world_rows(scores: dict[str, dict[int, list[float]]], horizon: int) -> dict[str, dict]:
-    """Per label: steps, ratio, share of the oracle's saving, per-seed steps (one world)."""
+def world_rows(scores: dict[str, dict[int, list[float]]], horizon: int,
+               tokens: dict[str, dict[int, list[float] | None]] | None = None) -> dict[str, dict]:
+    """Per label: steps, ratio, share of the oracle's saving, per-seed steps (one world); with
+    `tokens` (cumulative rollout tokens per step, 0 first), also `token_ratio`: the tokens uniform
+    spends up to its final score over the tokens the row spends to reach it (at its interpolated
+    step on its seed-mean token curve; never reached: twice its tokens at the horizon)."""
     uniform = scores["random"]
 
     def mean_curve(per_seed: dict[int, list[float]]) -> np.ndarray:
@@ -156,6 +172,12 @@ def world_rows(scores: dict[str, dict[int, list[float]]], horizon: int) -> dict[
         seeds = {s: steps_to(np.asarray(per_seed[s]), uniform[s][horizon], horizon) for s in per_seed if s in uniform}
         out[label] = {"steps": st, "ratio": horizon / max(st, 1e-9), "seed_steps": seeds,
                       "final": float(curve[horizon])}
+        runs = (tokens or {}).get(label) or {}
+        if runs and all(v is not None for v in runs.values()) and "random" in tokens:
+            spent = np.mean([runs[s] for s in sorted(runs)], 0)
+            paid = 2.0 * spent[horizon] if st > horizon else float(np.interp(st, np.arange(horizon + 1), spent))
+            uniform_paid = float(np.mean([tokens["random"][s] for s in sorted(tokens["random"])], 0)[horizon])
+            out[label]["token_ratio"] = uniform_paid / max(paid, 1e-9)
     oracle = out.get("oracle", {"steps": 0.0})["steps"]
     for row in out.values():
         row["share"] = max(-1.0, (horizon - row["steps"]) / max(horizon - oracle, 1e-9))
@@ -189,6 +211,10 @@ def family_table(per_world: dict[str, dict[str, dict]], ms: dict[str, float],
                "ratio_q25": float(np.quantile(ratio, 0.25)), "ratio_q75": float(np.quantile(ratio, 0.75)),
                "ratio_min": float(ratio.min()), "share_median": float(np.median(share)),
                "share_q25": float(np.quantile(share, 0.25)), "share_q75": float(np.quantile(share, 0.75))}
+        if all("token_ratio" in w[label] for w in per_world.values()):
+            token_ratio = np.array([w[label]["token_ratio"] for w in per_world.values()])
+            row["token_ratio_median"] = float(np.median(token_ratio))
+            row["token_ratio_q25"] = float(np.quantile(token_ratio, 0.25))
         if label.startswith(("envsched", "noise_told")):
             flags = [below_best(w, label) for w in per_world.values()]
             row["below_best"] = f"{sum(f for f, _ in flags)}/{len(flags)}"
@@ -210,9 +236,11 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--steps", type=int, default=120)
     p.add_argument("--family-seed", type=int, default=0)
-    p.add_argument("--mechanism", choices=[*MECHANISMS, "both"], default="template",
+    p.add_argument("--mechanism", choices=[*MECHANISMS, "both", "all"], default="template",
                    help="template: make_world's templated tasks (the default); composed: tasks compose skills; "
-                   "both: --worlds of each, a table per mechanism and one over all")  # fmt: skip
+                   "clustered: templates plus near-copy clusters, environments that interfere and forget, and "
+                   "rollouts of 1-30 turns (adds the ratio in tokens); both: template and composed, --worlds of "
+                   "each, a table per mechanism and one over all; all: the three")  # fmt: skip
     p.add_argument("--chance", action="store_true", help="the same drawn worlds with flaky verifiers and stochastic "
                    "environments (rewards partly or wholly by chance); adds the rollout columns")  # fmt: skip
     p.add_argument("--judge", action="store_true", help="with --chance: the coin-flip verdicts are cast by a judge "
@@ -232,8 +260,8 @@ def main(argv: list[str] | None = None) -> dict:
     for label in labels:
         parse_label(label)  # a typo fails here, not after the other runs
     labels = ["random"] + [x for x in labels if x != "random"]
-    mechanisms = list(MECHANISMS) if a.mechanism == "both" else [a.mechanism]
-    configs = {f"{'w' if m == 'template' else 'c'}{i:02d}": c for m in mechanisms
+    mechanisms = {"both": ["template", "composed"], "all": list(MECHANISMS)}.get(a.mechanism, [a.mechanism])
+    configs = {f"{PREFIX[m]}{i:02d}": c for m in mechanisms
                for i, c in enumerate(make_world_family(a.worlds, a.family_seed, chance=a.chance, mechanism=m, judge=a.judge))}  # fmt: skip
     named = {} if a.no_named else named_worlds()
     configs.update(named)
@@ -250,29 +278,39 @@ def main(argv: list[str] | None = None) -> dict:
         _init(configs)
         results = [_job(j) for j in jobs]
     per_seed: dict[str, dict[str, list[dict]]] = {k: {x: [] for x in labels} for k in configs}
-    for key, label, seed, sc, t, spent in results:
+    tokens: dict[str, dict[str, dict[int, list[float] | None]]] = {k: {x: {} for x in labels} for k in configs}
+    for key, label, seed, sc, t, spent, tok in results:
         scores[key][label][seed] = sc
+        tokens[key][label][seed] = tok
         ms[label].append(t)
         per_seed[key][label].append(spent)
     spent_mean = {k: {x: {m: float(np.mean([d[m] for d in v[x]])) for m in ("flaky", "zero_var", "gain")} for x in v}
                   for k, v in per_seed.items()}  # fmt: skip
     wall = time.perf_counter() - t0
-    rows = {k: world_rows(v, a.steps) for k, v in scores.items()}
+    rows = {k: world_rows(v, a.steps, tokens[k] if k[0] == PREFIX["clustered"] else None) for k, v in scores.items()}
     mean_ms = {x: float(np.mean(v)) for x, v in ms.items()}
     drawn = {k: v for k, v in rows.items() if k not in named}
+    # a world where uniform's held-out score ends no higher than it began has no step at which a
+    # scheduler "reaches uniform's final score" (every row would at step 0): left out, and said so
+    flat = sorted(k for k in drawn if np.mean([scores[k]["random"][s][a.steps] - scores[k]["random"][s][0]
+                                                for s in scores[k]["random"]]) <= 0)  # fmt: skip
+    drawn = {k: v for k, v in drawn.items() if k not in flat}
+    if flat:
+        print(f"left out of the family tables: {len(flat)} drawn worlds where uniform's held-out score did not rise "
+              f"({', '.join(flat)})")  # fmt: skip
     spent = spent_mean if a.chance else None
     out = {"family": family_table(drawn, mean_ms, spent) if drawn else [], "wall_s": wall}
     kind = " with flaky verifiers and stochastic environments" if a.chance else ""
     kind += " (coins cast by a judge after the episode)" if a.judge else ""
     if len(mechanisms) > 1 and drawn:
         for m in mechanisms:
-            mine = {k: v for k, v in drawn.items() if k[0] == ("w" if m == "template" else "c")}
+            mine = {k: v for k, v in drawn.items() if k[0] == PREFIX[m]}
             out[f"family_{m}"] = family_table(mine, mean_ms, spent)
             print(format_table(out[f"family_{m}"], f"{m.capitalize()} mechanism: {len(mine)} drawn worlds{kind} "
                                f"({a.seeds} seeds, {a.steps} steps)"))  # fmt: skip
             print()
     if drawn:
-        which = "both mechanisms, " if len(mechanisms) > 1 else ("" if mechanisms == ["template"] else "composed mechanism, ")
+        which = f"{len(mechanisms)} mechanisms, " if len(mechanisms) > 1 else f"{mechanisms[0]} mechanism, "
         print(format_table(out["family"], f"Family of {len(drawn)} drawn worlds ({which.strip(', ') or 'template mechanism'})"
                            f"{kind} ({a.seeds} seeds, {a.steps} steps)"))  # fmt: skip
     if named:

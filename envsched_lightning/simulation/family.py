@@ -25,6 +25,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
+from .clustered import ClusteredWorldConfig, make_clustered_world, sample_clustered_params
 from .composed import ComposedWorldConfig, make_composed_world, sample_composed_params
 from .ranges import KnobDraws
 from .world import WORLD_PRESETS, SimWorld, SimWorldConfig, make_world
@@ -99,21 +100,26 @@ CHANCE_RANGES: dict[str, tuple[float, float]] = {
 }
 
 
-def with_chance(cfg: SimWorldConfig, rng: np.random.Generator, judge: bool = False) -> SimWorldConfig:
+def with_chance(cfg: WorldConfig, rng: np.random.Generator, judge: bool = False) -> WorldConfig:
     """`cfg` plus flaky verifiers (a share of environments where a share of tasks is a coin flip
     whatever the policy does) and stochastic environments, drawn from `CHANCE_RANGES`; `judge`: the
     coins are a judge's verdicts cast after the episode (`flaky_judge`), same draws."""
+    if isinstance(cfg, ClusteredWorldConfig):
+        return replace(cfg, base=with_chance(cfg.base, rng, judge))
     return replace(cfg, **{k: float(rng.uniform(*r)) for k, r in CHANCE_RANGES.items()}, flaky_judge=judge)
 
 
-MECHANISMS = ("template", "composed")
+MECHANISMS = ("template", "composed", "clustered")
+WorldConfig = SimWorldConfig | ComposedWorldConfig | ClusteredWorldConfig
 
 
 def make_world_family(n: int, seed: int = 0, chance: bool = False, mechanism: str = "template",
-                      judge: bool = False) -> list[SimWorldConfig | ComposedWorldConfig]:
+                      judge: bool = False) -> list[WorldConfig]:
     """`n` drawn world configurations, reproducible from `seed` (pass each to `build_world`).
-    `mechanism`: "template" (`world.make_world`: templated tasks, bottleneck skills) or "composed"
-    (`composed.make_composed_world`: tasks compose skills, every step must succeed).
+    `mechanism`: "template" (`world.make_world`: templated tasks, bottleneck skills), "composed"
+    (`composed.make_composed_world`: tasks compose skills, every step must succeed) or "clustered"
+    (`clustered.make_clustered_world`: templates plus near-copy clusters, environments that
+    interfere and forget, rollouts of 1-30 turns).
     `chance=True`: the same worlds, each with flaky verifiers and stochastic environments; `judge=True`
     as well: their coins cast by a judge after the episode (`SimWorldConfig.flaky_judge`)."""
     if mechanism not in MECHANISMS:
@@ -121,6 +127,9 @@ def make_world_family(n: int, seed: int = 0, chance: bool = False, mechanism: st
     if mechanism == "composed":
         rng = np.random.default_rng([seed, 2026])
         worlds = [sample_composed_params(rng) for _ in range(n)]
+    elif mechanism == "clustered":
+        rng = np.random.default_rng([seed, 2027])
+        worlds = [sample_clustered_params(rng, sample_world_params(rng)) for _ in range(n)]
     else:
         rng = np.random.default_rng([seed, 2024])
         worlds = [sample_world_params(rng) for _ in range(n)]
@@ -130,8 +139,10 @@ def make_world_family(n: int, seed: int = 0, chance: bool = False, mechanism: st
     return worlds
 
 
-def build_world(cfg: SimWorldConfig | ComposedWorldConfig | str) -> SimWorld:
-    """The world a configuration of either mechanism describes (a name: a named world)."""
+def build_world(cfg: WorldConfig | str) -> SimWorld:
+    """The world a configuration of any mechanism describes (a name: a named world)."""
+    if isinstance(cfg, ClusteredWorldConfig):
+        return make_clustered_world(cfg)
     return make_composed_world(cfg) if isinstance(cfg, ComposedWorldConfig) else make_world(cfg)
 
 
@@ -140,12 +151,12 @@ def named_worlds() -> dict[str, SimWorldConfig]:
     return dict(WORLD_PRESETS)
 
 
-def describe(cfg: SimWorldConfig | ComposedWorldConfig) -> str:
+def describe(cfg: WorldConfig) -> str:
     """A one-line summary of the knobs that differ from the defaults."""
     default = asdict(type(cfg)())
-    parts = []
+    parts = [describe(cfg.base)] if isinstance(cfg, ClusteredWorldConfig) else []
     for k, v in asdict(cfg).items():
-        if k == "seed" or v == default[k]:
+        if k in ("seed", "base") or v == default[k]:
             continue
         if isinstance(v, float):
             v = f"{v:.2f}"

@@ -62,7 +62,9 @@ class SimLearner:
         self.group_size = group_size
         self.level = world.skill_init.copy()
         self.task_bonus = np.zeros(len(world.skills))
+        self._bonus_of = world.bonus_of  # int[T]: near-copies keep one task-specific progress
         self.rollouts = 0
+        self.tokens = 0.0  # rollout cost so far: turns x the environment's tokens per turn
         self.last_pass_rate = np.zeros(len(world.train_idx))  # per spec: the true pass rate its last group was drawn at
         # per spec: checks behind one rollout's reward (partial credit: the share of them passed)
         self.checks = np.where(world.continuous[world.train_idx], world.config.checks, 1)
@@ -96,7 +98,8 @@ class SimLearner:
         tasks = np.asarray(tasks, dtype=np.int64)
         needs = self._needs[tasks]
         real = needs >= 0
-        x = self.world.config.sharpness * (self.level[needs] + (self.task_bonus - self.world.difficulty)[tasks][:, None])
+        own = self.task_bonus[self._bonus_of[tasks]] - self.world.difficulty[tasks]
+        x = self.world.config.sharpness * (self.level[needs] + own[:, None])
         return np.where(real, 1.0 / (1.0 + np.exp(-x)), 1.0), real
 
     def policy_pass_rate(self, tasks: np.ndarray) -> np.ndarray:
@@ -104,7 +107,7 @@ class SimLearner:
         w, k = self.world, self.world.config.sharpness
         if w.composition == "product":
             return self.step_success(tasks)[0].prod(1)
-        x = k * (self.level[self.bottleneck(tasks)] + self.task_bonus[tasks] - w.difficulty[tasks])
+        x = k * (self.level[self.bottleneck(tasks)] + self.task_bonus[self._bonus_of[tasks]] - w.difficulty[tasks])
         return 1.0 / (1.0 + np.exp(-x))
 
     def pass_rate(self, tasks: np.ndarray) -> np.ndarray:
@@ -172,7 +175,12 @@ class SimLearner:
             if clean is not None:
                 self._clean_std[int(i)] = clean
             done = r if own is None else own
-            lengths = self.world.n_calls[t] + self.rng.integers(0, 2, self.group_size) * (1 - done)
+            turns = self.world.n_calls[t]
+            if self.world.failed_turns is None:
+                lengths = turns + self.rng.integers(0, 2, self.group_size) * (1 - done)
+            else:  # a failed rollout keeps trying: that share of the task's turns again
+                lengths = turns * (1.0 + self.world.failed_turns * (1 - done))
+            self.tokens += float(lengths.sum()) * float(self.world.tokens_per_turn[self.world.env_of[t]])
             groups.append(RolloutGroup(int(i), r.tolist(), lengths.tolist()))
         self.rollouts += len(indices) * self.group_size
         return groups
@@ -194,20 +202,45 @@ class SimLearner:
         return policy_std
 
     def learn(self, groups: list[RolloutGroup], batch_size: int | None = None) -> None:
-        """One GRPO step on these groups; progress is averaged over `batch_size` groups."""
-        b = batch_size or len(groups)
+        """One GRPO step on these groups; progress is averaged over `batch_size` groups. In a world
+        with near-copies, interference or forgetting (`clustered`), the k-th copy of a cluster in the
+        batch counts copy_decay^(k-1), each environment's gain moves the others' private skills as
+        `interference` says, and an environment with no group in the batch forgets."""
+        w, b = self.world, batch_size or len(groups)
+        copies_seen: dict[int, int] = {}
+        own_gain = np.zeros(w.interference.shape[0])  # per environment: its skills' step, per skill
         for g in groups:
             t = self.world.train_idx[g.index]
             clean = self._clean_std.get(g.index)
             signal = (g.std if clean is None else clean) / b  # zero-variance groups add nothing but count in b
+            if w.cluster[t] >= 0:  # a near-copy: its gradient mostly repeats the earlier copies'
+                k = copies_seen[int(w.cluster[t])] = copies_seen.get(int(w.cluster[t]), 0) + 1
+                signal *= w.copy_decay ** (k - 1)
             req = self.world.skills[t]
+            own_gain[w.env_of[t]] += signal / len(req)
             if self.world.composition == "product":  # each skill by how much its step held the task back
                 fail = 1.0 - self.step_success([t])[0][0, : len(req)]
                 credit = fail / fail.sum() if fail.sum() > 0 else np.full(len(req), 1.0 / len(req))
                 self.level[req] += self.lr * signal * credit
             else:
                 self.level[req] += self.lr * signal / len(req)
-            self.task_bonus[t] += self.lr_task * signal
+            self.task_bonus[self._bonus_of[t]] += self.lr_task * signal
+        if w.private_skills is not None:
+            self._across_environments(own_gain, trained=np.unique(w.env_of[w.train_idx[[g.index for g in groups]]]))
+
+    def _across_environments(self, own_gain: np.ndarray, trained: np.ndarray) -> None:
+        """Interference (each environment's private skills moved by the others' gains) and forgetting
+        (an environment absent from the step loses a share of its private skills' progress)."""
+        w = self.world
+        moved = own_gain @ w.interference  # float[E]: per environment, the others' effect per skill
+        absent = np.ones(len(w.private_skills), dtype=bool)
+        absent[trained] = False
+        for f, skills in enumerate(w.private_skills):
+            if moved[f] != 0.0:
+                self.level[skills] += self.lr * moved[f]
+            if absent[f] and w.forgetting > 0:
+                init = w.skill_init[skills]
+                self.level[skills] = init + (1.0 - w.forgetting) * (self.level[skills] - init)
 
     def skill_gradient(self) -> np.ndarray:
         """float[num_skills]: d `heldout_score` / d each skill's level, exactly. A held-out task's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ class RunResult:
     group_std: list[float] = field(default_factory=list)  # mean within-group reward std per step (the signal trained on)
     sched_seconds: list[float] = field(default_factory=list)  # select + update wall time per step
     flaky_share: list[float] = field(default_factory=list)  # share of the step's groups on flaky tasks (reward by chance alone)
+    tokens: list[float] = field(default_factory=list)  # cumulative rollout tokens after each step (turns x tokens per turn)
 
     def record_step(self, learner: SimLearner, trained: list[RolloutGroup], seconds: float = 0.0,
                     zero_var: float | None = None) -> None:
@@ -33,6 +35,7 @@ class RunResult:
         their mean reward std and the scheduler's time."""
         self.scores.append(learner.heldout_score())
         self.rollouts.append(learner.rollouts)
+        self.tokens.append(learner.tokens)
         self.zero_var.append(float(np.mean([not g.informative for g in trained])) if zero_var is None else zero_var)
         self.group_std.append(float(np.mean([g.std for g in trained])) if trained else 0.0)
         self.sched_seconds.append(seconds)
@@ -193,15 +196,43 @@ def run_oracle(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 3
     learnable reward variance (`SimLearner.learnable_variance`: p (1 - p), over the number of checks
     for a partial-credit task, whose group spread is that much smaller, times the share of the
     reward the policy decides: none for a flaky task), read from the learner's latent
-    state. A reference for how much of the possible saving a scheduler realises, never a
-    scheduler (it sees what no trainer can)."""
+    state; in a world with near-copies and interference (`clustered`), see `oracle_batch`. A
+    reference for how much of the possible saving a scheduler realises, never a scheduler (it sees
+    what no trainer can)."""
     learner = SimLearner(world, seed=seed, group_size=group_size)
     rng = np.random.default_rng(seed)
     res = RunResult("oracle", seed, scores=[learner.heldout_score()])
     for _ in range(steps):
-        value = learner.learnable_variance()
-        value = value + 1e-9 * rng.random(value.shape[0])  # random order among equals
-        groups = learner.rollout(np.argsort(-value)[:batch_size].tolist())
+        groups = learner.rollout(oracle_batch(learner, batch_size, rng))
         learner.learn(groups)
         res.record_step(learner, groups)
     return res
+
+
+def oracle_batch(learner: SimLearner, batch_size: int, rng: np.random.Generator) -> list[int]:
+    """The oracle's batch: tasks by true learnable variance, each weighed by what training its
+    environment does in all (1 + the sum of its interference on the others, at least 0), and a
+    near-copy counted copy_decay^k once k copies of its cluster are in the batch (a greedy fill,
+    exact because a value only falls as its cluster fills)."""
+    w = learner.world
+    value = learner.learnable_variance()
+    if w.private_skills is not None:
+        value = value * np.clip(1.0 + w.interference.sum(1), 0.0, None)[w.env_of[w.train_idx]]
+    value = value + 1e-9 * rng.random(value.shape[0])  # random order among equals
+    cluster = w.cluster[w.train_idx]
+    if w.copy_decay >= 1.0 or (cluster < 0).all():
+        return np.argsort(-value)[:batch_size].tolist()
+    heap = [(-v, i) for i, v in enumerate(value.tolist())]
+    heapq.heapify(heap)
+    picked, in_batch = [], {}
+    while heap and len(picked) < batch_size:
+        neg, i = heapq.heappop(heap)
+        c = int(cluster[i])
+        current = value[i] * w.copy_decay ** in_batch.get(c, 0) if c >= 0 else value[i]
+        if current < -neg:  # its cluster filled since it was pushed: back in at its value now
+            heapq.heappush(heap, (-current, i))
+            continue
+        picked.append(i)
+        if c >= 0:
+            in_batch[c] = in_batch.get(c, 0) + 1
+    return picked

@@ -99,13 +99,38 @@ class SimWorld:
     # how a task's skills make its pass rate: "bottleneck" (the least advanced one decides, this
     # module's worlds) or "product" (every step must succeed, `composed.make_composed_world`)
     composition: str = "bottleneck"
+    # What `clustered.make_clustered_world` adds (the defaults leave every other world as it was):
+    # int[T] near-copy cluster of each task (-1: none); copies share their task-specific progress,
+    # and the k-th copy of a cluster in one batch teaches copy_decay^(k-1) of a lone one's signal
+    cluster: np.ndarray | None = None
+    copy_decay: float = 1.0
+    # float[E, E]: [e, f] moves environment f's private skills per unit of e's own gain
+    interference: np.ndarray | None = None
+    private_skills: list[np.ndarray] | None = None  # per environment: its private skills' indices
+    forgetting: float = 0.0  # share of a private skill's progress lost per step without its environment
+    # a failed rollout's extra turns: None, 0 or 1 at random (the other mechanisms); a number, that
+    # share of the task's turns
+    failed_turns: float | None = None
+    tokens_per_turn: np.ndarray | None = None  # float[E]; None: one token per turn
 
     def __post_init__(self) -> None:
         if self.composition not in ("bottleneck", "product"):
             raise ValueError(f"composition must be 'bottleneck' or 'product', got {self.composition!r}")
-        n = len(self.env_of)
+        n, envs = len(self.env_of), (int(self.env_of.max()) + 1 if len(self.env_of) else 0)
         self.flaky_p = np.full(n, np.nan) if self.flaky_p is None else self.flaky_p
         self.chance = np.zeros(n) if self.chance is None else self.chance
+        self.cluster = np.full(n, -1, dtype=np.int64) if self.cluster is None else np.asarray(self.cluster, np.int64)
+        self.interference = np.zeros((envs, envs)) if self.interference is None else self.interference
+        self.tokens_per_turn = np.ones(envs) if self.tokens_per_turn is None else self.tokens_per_turn
+
+    @property
+    def bonus_of(self) -> np.ndarray:
+        """int[T]: where each task's task-specific progress is kept: the first member of its copy
+        cluster, else its own index."""
+        first = {}
+        for t, c in enumerate(self.cluster.tolist()):
+            first.setdefault(c, t)
+        return np.array([first[c] if c >= 0 else t for t, c in enumerate(self.cluster.tolist())], dtype=np.int64)
 
     @property
     def flaky(self) -> np.ndarray:
