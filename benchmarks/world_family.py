@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> dict:
         out["named"] = [{"world": k, **{x: rows[k][x]["ratio"] for x in labels}} for k in named]
         print()
         print(format_table(out["named"], "Named worlds: ratio (horizon / steps to uniform's final score)"))
-    if a.per_world:
+    if a.per_world and drawn:
         out["per_world"] = [{"world": k, "tasks": len(_world_size(configs[k])), **{x: rows[k][x]["ratio"] for x in labels},
                              "knobs": describe(configs[k])} for k in drawn]
         print()

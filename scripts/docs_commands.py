@@ -12,6 +12,7 @@ Usage (from the repository root, after `make setup`):
     .venv/bin/python scripts/docs_commands.py --only sim # those whose text contains "sim"
     .venv/bin/python scripts/docs_commands.py --workers 2 # two at a time (a command waits for those it reads)
     .venv/bin/python scripts/docs_commands.py --shard 1/2 # half of them (with what they read); --shard 2/2 the rest
+    .venv/bin/python scripts/docs_commands.py --vllm only # the commands on .venv-vllm (--vllm without: the others)
 `python` in a command is the project's `.venv/bin/python` (the docs assume the venv is active).
 Exit status 1 when any command fails or is unclassified.
 """
@@ -97,8 +98,8 @@ RULES = [
     Rule(r"^git worktree add \.tmp/", "", "as written (the older checkout the scaling benchmark's --before reads)"),
     Rule(r"benchmarks\.baseline_sweep", "--worlds 1 --seeds 1 --steps 10 --workers 1", "1 world, 1 seed, 10 steps"),
     Rule(r"benchmarks\.world_family --quick", "--workers 2", "as written (8 worlds x 2 seeds x 60 steps), on both cores"),
-    Rule(r"benchmarks\.world_family --worlds 0", "--seeds 1 --steps 20 --workers 1", "the named worlds, 1 seed, 20 steps"),
-    Rule(r"benchmarks\.world_family", "--worlds 2 --seeds 1 --steps 20 --workers 1", "2 worlds, 1 seed, 20 steps"),
+    Rule(r"benchmarks\.world_family --worlds 0", "--seeds 1 --steps 12 --workers 1", "the named worlds, 1 seed, 12 steps"),
+    Rule(r"benchmarks\.world_family", "--worlds 1 --seeds 1 --steps 12 --workers 1", "1 world per mechanism, 1 seed, 12 steps"),
     Rule(r"benchmarks\.trl_throughput", "--steps 3 --batch 2 --group 2 --max-new-tokens 8", "3 steps, 2 tasks x G2"),
     Rule(r"benchmarks\.torch_threads", "--threads 1 2 --steps 2 --repeats 1", "2 steps, 1 round"),
     Rule(r"evaluate\.py.*model=qwen3_8b", None, "GPU and Qwen3-8B weights; tests/test_evaluate.py covers the code on the tiny model"),
@@ -266,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=900, help="seconds per command")
     parser.add_argument("--workers", type=int, default=1,
                         help="commands run at once (a command that reads another's outputs waits for it)")
+    parser.add_argument("--vllm", choices=("with", "only", "without"), default="with",
+                        help="with: every command; only / without: just those run on .venv-vllm / all the others "
+                             "(CI runs the vLLM ones alone: two vLLM engines, or one beside other heavy work, "
+                             "starve each other's cores)")  # fmt: skip
     parser.add_argument("--shard", default="1/1", type=shard_arg,
                         help="I/N or I,J/N: run shards I (and J) of N, each a fixed share of the commands with "
                              "those they read (CI runs the shards in two lanes)")  # fmt: skip
@@ -295,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((source, command, "skipped: benchmark data not found (set ENVSCHED_DATA)", ""))
         else:
             jobs.append(Job(len(seen), source, command, rule, set()))
+    if args.vllm != "with":
+        jobs = [j for j in jobs if (".venv-vllm" in j.command) == (args.vllm == "only")]
     dependencies(jobs, tmp)
     jobs = in_shards(jobs, *args.shard)
     produced: dict[str, str] = {}  # placeholder -> a path an earlier command (its PRODUCERS entry) wrote
