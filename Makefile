@@ -135,7 +135,8 @@ test-verl:
 	bash scripts/verl_check.sh $(ARGS)
 
 # every command README.md and docs/ show, with small step counts (scripts/docs_commands.py);
-# the engine comparison among them needs .venv-vllm, the paper's evaluation the rehearsal's data root
+# the engine comparison among them needs .venv-vllm, the paper's evaluation the rehearsal's data root; CI passes
+# ARGS="--vllm without --shard I/N" in its two lanes and ARGS="--vllm only" alone (.ci/run)
 docs-check: $(STAMP) $(VLLM_STAMP) $(if $(ENVSCHED_DATA),$(REHEARSAL_DATA))
 	$(if $(ENVSCHED_DATA),ENVSCHED_DATA=$(REHEARSAL_DATA)) $(BIN)/python scripts/docs_commands.py $(ARGS)
 
