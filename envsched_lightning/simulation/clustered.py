@@ -35,7 +35,7 @@ import numpy as np
 from envsched_lightning.scheduling import TaskSpec
 
 from .ranges import KnobDraws
-from .world import PATTERNS, VERIFIERS, SimWorld, SimWorldConfig, _chance_of_rewards
+from .world import PATTERNS, VERIFIERS, SimWorld, SimWorldConfig, _chance_of_rewards, draw_env_size
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,7 @@ def make_clustered_world(cfg: ClusteredWorldConfig) -> SimWorld:
         patterns = rng.choice(n_pat, size=min(b.patterns_per_env, n_pat), replace=False)
         verifiers = rng.choice(len(VERIFIERS), size=2, replace=False)
         continuous = rng.random() < b.continuous_env_share
-        n_plain = int(rng.integers(b.tasks_per_env[0], b.tasks_per_env[1] + 1))
-        if b.size_dist == "loguniform":
-            n_plain = int(round(np.exp(rng.uniform(*np.log(b.tasks_per_env)))))
+        n_plain = draw_env_size(rng, b.tasks_per_env, b.size_dist)
         n_templates = max(3, (n_plain + b.heldout_per_env) // b.tasks_per_template)
         # per template: own skills, pattern, base difficulty, verifier, turns, copy cluster id (-1: plain)
         templates = []

@@ -29,7 +29,7 @@ import numpy as np
 from envsched_lightning.scheduling import TaskSpec
 
 from .ranges import KnobDraws
-from .world import VERIFIERS, SimWorld, _chance_of_rewards
+from .world import VERIFIERS, SimWorld, _chance_of_rewards, draw_env_size
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,7 @@ def make_composed_world(cfg: ComposedWorldConfig) -> SimWorld:
         weights /= weights.sum()
         tool_of = {int(k): f"{name}.op{j}" for j, k in enumerate(palette)}  # per-environment names
         continuous = rng.random() < cfg.continuous_env_share
-        n_train = int(rng.integers(cfg.tasks_per_env[0], cfg.tasks_per_env[1] + 1))
-        if cfg.size_dist == "loguniform":
-            n_train = int(round(np.exp(rng.uniform(*np.log(cfg.tasks_per_env)))))
+        n_train = draw_env_size(rng, cfg.tasks_per_env, cfg.size_dist)
         for t in range(n_train + cfg.heldout_per_env):
             k = int(min(4, 1 + rng.poisson(cfg.composition_mean - 1.0)))
             need = rng.choice(palette, size=min(k, palette.size), replace=False, p=weights)

@@ -176,9 +176,7 @@ def make_world(config: SimWorldConfig | str = "default") -> SimWorld:
         pat_skill = {int(p): pattern_skill(int(p)) for p in patterns}
         verifiers = rng.choice(len(VERIFIERS), size=2, replace=False)
         continuous = rng.random() < cfg.continuous_env_share
-        n_train = int(rng.integers(cfg.tasks_per_env[0], cfg.tasks_per_env[1] + 1))
-        if cfg.size_dist == "loguniform":
-            n_train = int(round(np.exp(knob.uniform(*np.log(cfg.tasks_per_env)))))
+        n_train = draw_env_size(rng, cfg.tasks_per_env, cfg.size_dist, knob)
         n_templates = max(3, (n_train + cfg.heldout_per_env) // cfg.tasks_per_template)
         templates = []  # (own skills, pattern, base difficulty, verifier): what instances share
         for _ in range(n_templates):
@@ -232,6 +230,17 @@ def make_world(config: SimWorldConfig | str = "default") -> SimWorld:
         flaky_p=flaky_p,
         chance=chance,
     )
+
+
+def draw_env_size(rng: np.random.Generator, tasks_per_env: tuple[int, int], size_dist: str,
+                  skew_rng: np.random.Generator | None = None) -> int:
+    """One environment's training-task count: uniform in `tasks_per_env` (always drawn from `rng`, so the
+    stream is the same either way), replaced by a log-uniform draw from `skew_rng` (else `rng`) when
+    `size_dist` is "loguniform" (a few large environments, many small ones)."""
+    n = int(rng.integers(tasks_per_env[0], tasks_per_env[1] + 1))
+    if size_dist == "loguniform":
+        n = int(round(np.exp((skew_rng or rng).uniform(*np.log(tasks_per_env)))))
+    return n
 
 
 def _chance_of_rewards(cfg: SimWorldConfig, env_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
