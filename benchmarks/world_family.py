@@ -165,6 +165,7 @@ def world_rows(scores: dict[str, dict[int, list[float]]], horizon: int,
     # uniform reaches it at the horizon exactly (a mean taken in another order can differ in the
     # last bit and leave uniform "never" reaching its own score)
     target = float(mean_curve(uniform)[horizon])
+    uniform_paid = float(mean_curve(tokens["random"])[horizon]) if tokens and tokens.get("random") else None
     out = {}
     for label, per_seed in scores.items():
         curve = mean_curve(per_seed)
@@ -173,10 +174,9 @@ def world_rows(scores: dict[str, dict[int, list[float]]], horizon: int,
         out[label] = {"steps": st, "ratio": horizon / max(st, 1e-9), "seed_steps": seeds,
                       "final": float(curve[horizon])}
         runs = (tokens or {}).get(label) or {}
-        if runs and all(v is not None for v in runs.values()) and "random" in tokens:
-            spent = np.mean([runs[s] for s in sorted(runs)], 0)
+        if runs and all(v is not None for v in runs.values()) and uniform_paid is not None:
+            spent = mean_curve(runs)
             paid = 2.0 * spent[horizon] if st > horizon else float(np.interp(st, np.arange(horizon + 1), spent))
-            uniform_paid = float(np.mean([tokens["random"][s] for s in sorted(tokens["random"])], 0)[horizon])
             out[label]["token_ratio"] = uniform_paid / max(paid, 1e-9)
     oracle = out.get("oracle", {"steps": 0.0})["steps"]
     for row in out.values():
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> dict:
             print()
     if drawn:
         which = f"{len(mechanisms)} mechanisms, " if len(mechanisms) > 1 else f"{mechanisms[0]} mechanism, "
-        print(format_table(out["family"], f"Family of {len(drawn)} drawn worlds ({which.strip(', ') or 'template mechanism'})"
+        print(format_table(out["family"], f"Family of {len(drawn)} drawn worlds ({which.strip(', ')})"
                            f"{kind} ({a.seeds} seeds, {a.steps} steps)"))  # fmt: skip
     if named:
         out["named"] = [{"world": k, **{x: rows[k][x]["ratio"] for x in labels}} for k in named]
