@@ -30,7 +30,8 @@ os.environ.setdefault("WANDB_SILENT", "true")
 
 def _stack_suite(path: Path) -> str | None:
     """The stack suite `path` lies in (a folder of STACK_SUITES directly under tests/), if any."""
-    parts = path.resolve().relative_to(TESTS).parts if path.resolve().is_relative_to(TESTS) else ()
+    path = path.resolve()
+    parts = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
     return parts[0] if parts and parts[0] in STACK_SUITES else None
 
 
