@@ -8,7 +8,7 @@ the zero-variance groups with fresh tasks from the scheduler (``trainer.datamodu
 reported like the first round) and the step trains on at most B informative groups.
 
 Hand-off to the scheduler (the DataModule's side): after the rollouts, the step builds one
-`RolloutGroup(index, rewards, lengths=turns)` per scheduled task, stores the list in
+`RolloutGroup(index, rewards, lengths=turns, tokens=episode tokens)` per scheduled task, stores the list in
 `self.last_groups`, calls ``trainer.datamodule.report(groups)`` once if the DataModule has a
 `report` method, and returns ``{"groups": groups}`` as the step output (callbacks see it in
 `on_train_batch_end`). The optional SFT warm start reads ``trainer.datamodule.warm_start_items()``.
@@ -90,12 +90,14 @@ class TaskBatch:
 
 
 def rollout_groups(indices: Sequence[int], rollouts: RolloutBatch) -> list[RolloutGroup]:
-    """One `RolloutGroup` per scheduled task, with per-rollout turn counts as `lengths`."""
+    """One `RolloutGroup` per scheduled task, with per-rollout turn counts as `lengths` and each
+    episode's whole sequence length (prompt, model turns, tool outputs) as `tokens`."""
     g = rollouts.group_size
     groups = []
     for b, idx in enumerate(indices):
         eps = rollouts.episodes[b * g : (b + 1) * g]
-        groups.append(RolloutGroup(int(idx), tuple(e.reward for e in eps), tuple(float(e.turns) for e in eps)))
+        groups.append(RolloutGroup(int(idx), tuple(e.reward for e in eps), tuple(float(e.turns) for e in eps),
+                                   tuple(float(len(e.token_ids)) for e in eps)))  # fmt: skip
     return groups
 
 
@@ -365,6 +367,7 @@ class GRPOModule(LightningModule):
             "rollout/zero_var_frac": zero_var.float().mean().item(),
             "rollout/num_rollouts": float(len(eps)),
             "rollout/tokens": float(gen_tokens),
+            "rollout/episode_tokens": float(sum(len(e.token_ids) for e in eps)),  # what the step's rollouts cost
             "rollout/turns": turns / len(eps),
             "rollout/tool_calls": sum(e.tool_calls for e in eps) / len(eps),
             "rollout/parse_error_rate": sum(e.parse_errors for e in eps) / max(turns, 1),

@@ -94,6 +94,7 @@ RULES = [
     Rule(r"benchmarks\.prediction_quality", "--seeds 1 --checkpoints 5", "1 seed, 1 checkpoint"),
     Rule(r"benchmarks\.scheduler_scaling", "--sizes 10000 --steps 2 --repeat 1", "10k tasks, 2 steps, once"),
     Rule(r"benchmarks\.metadata_ceiling", "--worlds 1", "1 world per mechanism"),
+    Rule(r"benchmarks\.near_copies", "--steps 4 --seeds 1", "4 steps, 1 seed (BFCL live from the data root)"),
     Rule(r"benchmarks[./]adapter_rows", "--rows 20000", "20k rows"),
     Rule(r"^git worktree add \.tmp/", "", "as written (the older checkout the scaling benchmark's --before reads)"),
     Rule(r"benchmarks\.baseline_sweep", "--worlds 1 --seeds 1 --steps 10 --workers 1", "1 world, 1 seed, 10 steps"),
@@ -118,7 +119,7 @@ RULES = [
 ]
 # commands that read benchmark data (BFCL, ACEBench, tau-bench environments) need ENVSCHED_DATA; the
 # check uses ../shared/data when it is not set (as `make rehearsal`) and skips them when neither exists
-NEEDS_DATA = re.compile(r"env=\[[^\]]*\b(bfcl_|acebench_|tau_)")
+NEEDS_DATA = re.compile(r"env=\[[^\]]*\b(bfcl_|acebench_|tau_)|benchmarks\.near_copies")
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 

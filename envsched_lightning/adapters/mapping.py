@@ -237,7 +237,8 @@ def group_rewards(tasks: Sequence[int], rewards: Sequence[float], groups: Sequen
 
     ``tasks[r]`` is row ``r``'s scheduler index, ``groups[r]`` its group id (TRL: the block of
     ``num_generations`` rows; verl: the ``uid``), ``lengths[r]`` (optional) its completion length,
-    which the graph's ``log1p(ema_len)`` statistic reads. A group mixing two tasks, or a task split
+    which the graph's ``log1p(ema_len)`` statistic reads and which is also the rollout's cost in
+    tokens (`RolloutGroup.tokens`: what generation paid for). A group mixing two tasks, or a task split
     over two groups of one batch, raises: either would credit rewards to the wrong task or count
     them twice. Rewards are passed on as given; `Scheduler.update` validates them (NaN, range)
     before any change.
@@ -263,7 +264,7 @@ def group_rewards(tasks: Sequence[int], rewards: Sequence[float], groups: Sequen
         collected[group].append(float(reward))
         if lengths is not None:
             sizes[group].append(float(lengths[r]))
-    return [RolloutGroup(task_of[g], tuple(rs), None if lengths is None else tuple(sizes[g]))
+    return [RolloutGroup(task_of[g], tuple(rs), *((None, None) if lengths is None else (tuple(sizes[g]),) * 2))
             for g, rs in collected.items()]  # fmt: skip
 
 

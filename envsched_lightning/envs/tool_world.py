@@ -27,6 +27,7 @@ from envsched_lightning.scheduling import TaskSpec
 
 from .base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from .parsing import validate_call
+from .task_text import task_text
 from .patterns import PATTERNS, Draft, draft_to_record, features, reward_type
 from .verify import diff_state, score_episode, verifier_name
 
@@ -251,6 +252,7 @@ class ToolWorld(Environment):
             verifier=verifier_name(draft.checks),
             features=features(draft, writes),
             reward_type=reward_type(draft),
+            text=task_text([draft.request]),
         )
         messages = ({"role": "system", "content": self.system_prompt},) if self.system_prompt else ()
         return Task(

@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .near_copies import near_copy_groups
 from .similarity import SimilarityUnion, SparseSimilarity, task_similarity
+from .task_table import as_task_table
 from .types import TaskSpec
 
 
@@ -118,23 +120,35 @@ class EnvQuota:
 
 
 class SimilarityPenalty:
-    """Reduce a candidate's priority by ``lam * max similarity to the tasks already in the batch``.
+    """Reduce a candidate's priority by ``lam * max similarity to the tasks already in the batch``,
+    and, with `copy_decay` < 1, count the k-th near-copy of a group in one batch for `copy_decay`^(k-1)
+    of its priority, however large the group (`near_copies.py`).
 
     The similarity is sparse (graph neighbours only), so the penalty costs O(k) per chosen task.
     Its source is the scheduler's task graph when it has one (envsched), else a kNN graph over
-    tool/state/verifier overlap built here.
+    tool/state/verifier overlap built here. A kNN graph reaches only k of a cluster's copies; the
+    near-copy groups reach all of them, at O(1) per chosen task.
     """
 
-    def __init__(self, lam: float = 0.5, k: int = 10, scale: str | float = "auto") -> None:
+    def __init__(self, lam: float = 0.5, k: int = 10, scale: str | float = "auto", copy_decay: float = 1.0,
+                 copy_threshold: float = 0.6) -> None:  # fmt: skip
         if lam < 0 or not math.isfinite(lam):
             raise ValueError(f"lam must be a finite non-negative number, got {lam}")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if not 0.0 <= copy_decay <= 1.0:
+            raise ValueError(f"copy_decay must be in [0, 1] (1: near-copies not discounted), got {copy_decay}")
+        if not 0.0 < copy_threshold <= 1.0:
+            raise ValueError(f"copy_threshold must be in (0, 1], got {copy_threshold}")
         self.lam, self.k, self.scale = float(lam), int(k), scale
+        self.copy_decay, self.copy_threshold = float(copy_decay), float(copy_threshold)
         self.similarity: SparseSimilarity | SimilarityUnion | None = None
+        self.copy_groups: np.ndarray | None = None  # int64[N]: each task's near-copy group (with copy_decay < 1)
 
     def bind(self, specs: Sequence[TaskSpec], source: SparseSimilarity | None) -> None:
         self.similarity = source if source is not None else task_similarity(specs, k=self.k)
+        if self.copy_decay < 1.0:
+            self.copy_groups = near_copy_groups(as_task_table(specs), self.copy_threshold)
 
     def weight(self, priority_spread: float) -> float:
         """Penalty weight in priority units: ``lam`` times the spread of priorities if ``scale='auto'``."""

@@ -34,6 +34,8 @@ class Decision:
             for name, arr in components.items():
                 row[name] = float(arr[i])
             row["penalty"] = float(result.penalties[pos])
+            if result.copy_ranks is not None:  # how many of its near-copy group the batch held before it
+                row["copy_rank"] = result.copy_ranks[pos]
             rows.append(row)
         counts = np.bincount(env_ids[result.indices], minlength=len(env_names))
         env_counts = {e: int(c) for e, c in zip(env_names, counts)}

@@ -30,6 +30,7 @@ class FillResult:
     indices: list[int]
     penalties: list[float]  # penalty applied to each chosen task at the moment it was picked
     relaxations: list[str] = field(default_factory=list)
+    copy_ranks: list[int] | None = None  # per pick, its near-copy group's picks before it (None: no groups)
 
 
 def _tiered(keys: np.ndarray, eligible: np.ndarray | None) -> np.ndarray:
@@ -106,12 +107,37 @@ def fill_batch(
 
     similarity = penalty.similarity if penalty is not None else None
     relations = similarity.parts if isinstance(similarity, SimilarityUnion) else (similarity,)
+    # near-copies: the k-th of a group in this batch keeps copy_decay^(k-1) of its (positive) key
+    groups = penalty.copy_groups if penalty is not None and penalty.copy_decay < 1.0 else None
+    in_batch: dict[int, int] = {}  # picks so far per near-copy group
+    if groups is not None:
+        lost = (1.0 - penalty.copy_decay ** np.arange(batch_size + 1)).tolist()  # share of the key lost at k picks
+        positive = np.maximum(keys, 0.0)
+
+    def cost(idx: np.ndarray) -> np.ndarray:  # what the penalty and the near-copy discount take off `keys[idx]` now
+        out = weight * maxsim[idx]
+        if groups is not None:  # two measures of one redundancy with the batch: the larger counts
+            seen = np.array([in_batch.get(g, 0) for g in groups[idx].tolist()], dtype=np.int64)
+            out = np.maximum(out, np.take(lost, seen) * positive[idx])
+        return out
+
+    def cost_of(i: int) -> float:  # `cost` of one task, in Python scalars (the heap's hot path)
+        out = weight * float(maxsim[i])
+        if groups is not None:
+            out = max(out, lost[in_batch.get(int(groups[i]), 0)] * float(positive[i]))
+        return out
+
+    ranks: list[int] = []
 
     def take(i: int) -> None:
         chosen.append(i)
-        pens.append(weight * float(maxsim[i]))
+        pens.append(cost_of(i))
         taken[i] = True
         counts[env_ids[i]] += 1
+        if groups is not None:
+            g = int(groups[i])
+            ranks.append(in_batch.get(g, 0))
+            in_batch[g] = in_batch.get(g, 0) + 1
         if weight > 0:
             for part in relations:  # a row lists each neighbour once, and relations share no pair
                 nbr, w = part.neighbours(i)
@@ -152,7 +178,7 @@ def fill_batch(
                     block = block[~taken[block]]
                     if capped:
                         block = block[counts[env_ids[block]] < hi[env_ids[block]]]
-                    entries = zip((weight * maxsim[block] - keys[block]).tolist(), block.tolist())
+                    entries = zip((cost(block) - keys[block]).tolist(), block.tolist())
                     if block.size * 8 < len(heap):  # small next to the heap: pushes beat a new heapify
                         for entry in entries:
                             push(heap, entry)
@@ -168,7 +194,7 @@ def fill_batch(
                 e = env_ids[i]
                 if counts[e] >= hi[e]:
                     continue
-            cur = keys[i] - weight * maxsim[i]
+            cur = keys[i] - cost_of(i)
             if cur < -neg - 1e-12:  # stale: its penalty grew since it was pushed
                 push(heap, (-cur, i))
                 continue
@@ -195,4 +221,4 @@ def fill_batch(
         quota.observe_batch(counts_final := np.bincount(env_ids[chosen], minlength=num_envs))
         over = np.flatnonzero(counts_final > hi)
         relax += [f"{quota.env_names[e]} above its cap ({counts_final[e]} > {hi[e]})" for e in over]
-    return FillResult(chosen, pens, relax)
+    return FillResult(chosen, pens, relax, ranks if groups is not None else None)

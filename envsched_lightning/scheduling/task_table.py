@@ -7,6 +7,7 @@ keys, verifiers, reward types and features as codes. A `TaskTable` keeps
 - the keys ``env/task_id`` as one UTF-8 buffer, each followed by a NUL (its SHA-1 is the pool's
   fingerprint, the same as for a list of specs) with their start offsets;
 - the environment of each task as an int32 code into `env_names` (first-appearance order);
+- each task's `text` as one UTF-8 buffer with start offsets (empty for most pools);
 - tools, state keys and features as CSR lists of int32 codes into one interned vocabulary `vocab`
   (features with a float64 value per entry), verifier and reward type as int32 codes.
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from .types import TaskSpec
 
-FIELDS = ("env", "task_id", "tools", "state_keys", "verifier", "features", "reward_type")
+FIELDS = ("env", "task_id", "tools", "state_keys", "verifier", "features", "reward_type", "text")
 
 
 class _Builder:
@@ -46,6 +47,7 @@ class _Builder:
         self.state, self.state_ptr = array("i"), array("q", [0])
         self.feat_names, self.feat_values, self.feat_ptr = array("i"), array("d"), array("q", [0])
         self.verifier, self.reward_type = array("i"), array("i")
+        self.texts, self.text_starts = bytearray(), array("q", [0])
 
     def _code(self, text: str) -> int:
         code = self.vocab.get(text)
@@ -54,12 +56,15 @@ class _Builder:
         return code
 
     def add(self, env: Any, task_id: Any, tools: Iterable[Any] = (), state_keys: Iterable[Any] = (),
-            verifier: Any = "", features: Mapping[str, Any] | None = None, reward_type: Any = "binary") -> None:  # fmt: skip
+            verifier: Any = "", features: Mapping[str, Any] | None = None, reward_type: Any = "binary",
+            text: Any = "") -> None:  # fmt: skip
         pos = len(self.env_ids)
         if not env or not isinstance(env, str):
             raise ValueError(f"task {pos}: env must be a non-empty string, got {env!r}")
         if not isinstance(task_id, str) or not task_id:
             raise ValueError(f"task {pos}: task_id must be a non-empty string, got {task_id!r}")
+        if not isinstance(text, str):
+            raise ValueError(f"task {pos} ({env}/{task_id}): text must be a string, got {type(text).__name__}")
         env_code = self.env_index.get(env)
         if env_code is None:
             env_code = self.env_index[env] = len(self.env_index)
@@ -80,6 +85,8 @@ class _Builder:
             self.feat_names.append(self._code(str(name)))
             self.feat_values.append(v)
         self.feat_ptr.append(len(self.feat_names))
+        self.texts += text.encode()
+        self.text_starts.append(len(self.texts))
 
     def build(self) -> TaskTable:
         self.key_starts.append(len(self.keys))
@@ -94,6 +101,7 @@ class _Builder:
             state_keys=(arr(self.state_ptr, np.int64), arr(self.state, np.int32)),
             verifier=arr(self.verifier, np.int32), reward_type=arr(self.reward_type, np.int32),
             features=(arr(self.feat_ptr, np.int64), arr(self.feat_names, np.int32), arr(self.feat_values, np.float64)),
+            text=(bytes(self.texts), arr(self.text_starts, np.int64)) if self.texts else None,
         )  # fmt: skip
 
 
@@ -103,13 +111,17 @@ class TaskTable(Sequence[TaskSpec]):
     def __init__(self, *, env_names: tuple[str, ...], env_ids: np.ndarray, keys: bytes, key_starts: np.ndarray,
                  vocab: tuple[str, ...], tools: tuple[np.ndarray, np.ndarray], state_keys: tuple[np.ndarray, np.ndarray],
                  verifier: np.ndarray, reward_type: np.ndarray,
-                 features: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:  # fmt: skip
+                 features: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 text: tuple[bytes, np.ndarray] | None = None) -> None:  # fmt: skip
+        """`text`: (UTF-8 buffer, int64[N+1] offsets) of every task's text; None when no task has one."""
         self.env_names, self.env_ids, self.keys, self.key_starts = env_names, env_ids, keys, key_starts
         self.vocab, self.tools, self.state_keys = vocab, tools, state_keys
         self.verifier, self.reward_type, self.features = verifier, reward_type, features
         n = env_ids.shape[0]
+        self.text = text
+        offsets = (("text", text[1]),) if text is not None else ()
         for name, ptr in (("key_starts", key_starts), ("tools", tools[0]), ("state_keys", state_keys[0]),
-                          ("features", features[0])):  # fmt: skip
+                          ("features", features[0]), *offsets):  # fmt: skip
             if ptr.shape != (n + 1,):
                 raise ValueError(f"TaskTable.{name}: {ptr.shape[0]} offsets for {n} tasks (need {n + 1})")
         self._check_unique()
@@ -123,14 +135,15 @@ class TaskTable(Sequence[TaskSpec]):
         for s in specs:
             if not isinstance(s, TaskSpec):
                 raise ValueError(f"specs must be TaskSpec instances, got {type(s).__name__}")
-            b.add(s.env, s.task_id, s.tools, s.state_keys, s.verifier, s.features, s.reward_type)
+            b.add(s.env, s.task_id, s.tools, s.state_keys, s.verifier, s.features, s.reward_type, s.text)
         return b.build()
 
     @classmethod
     def from_codes(cls, *, env_names: Sequence[str], env_ids: np.ndarray, task_ids: Sequence[str], vocab: Sequence[str],
                    tools: tuple[np.ndarray, np.ndarray], state_keys: tuple[np.ndarray, np.ndarray],
                    verifier: np.ndarray, reward_type: np.ndarray,
-                   features: tuple[np.ndarray, np.ndarray, np.ndarray]) -> TaskTable:  # fmt: skip
+                   features: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   text: Sequence[str] | None = None) -> TaskTable:  # fmt: skip
         """From columns already coded against `env_names` and `vocab` (CSR pairs: indptr, codes):
         the fast path for a generator or a columnar dataset, no per-task object at all."""
         env_ids = np.asarray(env_ids, dtype=np.int32)
@@ -153,7 +166,8 @@ class TaskTable(Sequence[TaskSpec]):
         keys = b"\0".join(parts) + (b"\0" if parts else b"")
         return cls(env_names=tuple(env_names), env_ids=env_ids, keys=keys, key_starts=starts, vocab=tuple(vocab),
                    tools=tools, state_keys=state_keys, verifier=np.asarray(verifier, np.int32),
-                   reward_type=np.asarray(reward_type, np.int32), features=features)  # fmt: skip
+                   reward_type=np.asarray(reward_type, np.int32), features=features,
+                   text=None if text is None else _text_column(text, len(parts)))  # fmt: skip
 
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping[str, Any]]) -> TaskTable:
@@ -170,10 +184,11 @@ class TaskTable(Sequence[TaskSpec]):
     def from_columns(cls, env: Sequence[Any], task_id: Sequence[Any], tools: Sequence[Iterable[Any]] | None = None,
                      state_keys: Sequence[Iterable[Any]] | None = None, verifier: Sequence[Any] | None = None,
                      features: Mapping[str, Sequence[float | None]] | None = None,
-                     reward_type: Sequence[Any] | None = None) -> TaskTable:  # fmt: skip
+                     reward_type: Sequence[Any] | None = None, text: Sequence[str] | None = None) -> TaskTable:  # fmt: skip
         """From columns of equal length; a feature cell that is None or NaN leaves the feature out."""
         n = len(env)
-        given = dict(task_id=task_id, tools=tools, state_keys=state_keys, verifier=verifier, reward_type=reward_type)
+        given = dict(task_id=task_id, tools=tools, state_keys=state_keys, verifier=verifier, reward_type=reward_type,
+                     text=text)  # fmt: skip
         for name, col in [*given.items(), *((f"features[{k!r}]", v) for k, v in (features or {}).items())]:
             if col is not None and len(col) != n:
                 raise ValueError(f"column {name} has {len(col)} rows, env has {n}")
@@ -187,7 +202,7 @@ class TaskTable(Sequence[TaskSpec]):
                     f[name] = v
             b.add(env[i], task_id[i], () if tools is None else tools[i] or (), () if state_keys is None else state_keys[i] or (),
                   "" if verifier is None else verifier[i] or "", f,
-                  "binary" if reward_type is None else reward_type[i] or "binary")  # fmt: skip
+                  "binary" if reward_type is None else reward_type[i] or "binary", "" if text is None else text[i] or "")  # fmt: skip
         return b.build()
 
     @classmethod
@@ -236,6 +251,7 @@ class TaskTable(Sequence[TaskSpec]):
             tools=tuple(v[c] for c in tc[tp[i] : tp[i + 1]]), state_keys=tuple(v[c] for c in sc[sp[i] : sp[i + 1]]),
             verifier=v[self.verifier[i]], reward_type=v[self.reward_type[i]],
             features={v[c]: float(x) for c, x in zip(fn[fp[i] : fp[i + 1]], fv[fp[i] : fp[i + 1]])},
+            text=self.text_of(i),
         )  # fmt: skip
 
     def __iter__(self) -> Iterator[TaskSpec]:
@@ -264,6 +280,13 @@ class TaskTable(Sequence[TaskSpec]):
         """Task i's id, read from its key without building its `TaskSpec`."""
         return self.key(i)[len(self.env_names[self.env_ids[i]]) + 1 :]
 
+    def text_of(self, i: int) -> str:
+        """Task i's text ("" when the pool has none)."""
+        if self.text is None:
+            return ""
+        buf, starts = self.text
+        return buf[starts[i] : starts[i + 1]].decode()
+
     def fingerprint(self) -> str:
         """SHA-1 of every key followed by NUL: equal to `spec_fingerprint` of the same specs as a list."""
         return hashlib.sha1(self.keys).hexdigest()
@@ -290,7 +313,8 @@ class TaskTable(Sequence[TaskSpec]):
 
     def nbytes(self) -> int:
         arrays = [self.env_ids, self.key_starts, *self.tools, *self.state_keys, self.verifier, self.reward_type, *self.features]
-        return len(self.keys) + sum(a.nbytes for a in arrays)
+        text = 0 if self.text is None else len(self.text[0]) + self.text[1].nbytes
+        return len(self.keys) + text + sum(a.nbytes for a in arrays)
 
     def key_hashes(self) -> np.ndarray:
         """uint64[N]: a hash of every key (`key_hashes`), for lookups and the uniqueness check."""
@@ -330,6 +354,21 @@ def key_hashes(buf: bytes, starts: np.ndarray, block: int = 1 << 16) -> np.ndarr
             mixed = data * powers[pos] + np.uint64(0x9E3779B97F4A7C15) * (pos.astype(np.uint64) + np.uint64(1))
             h[a:b] = np.add.reduceat(mixed, first)
     return h
+
+
+def _text_column(text: Sequence[str], n: int) -> tuple[bytes, np.ndarray] | None:
+    """(buffer, offsets) of a column of `n` strings; None when every one is empty."""
+    if len(text) != n:
+        raise ValueError(f"{len(text)} texts for {n} tasks")
+    bad = next((t for t in text if not isinstance(t, str)), None)
+    if bad is not None:
+        raise ValueError(f"text must be a string, got {type(bad).__name__}")
+    parts = [t.encode() for t in text]
+    if not any(parts):
+        return None
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum([len(p) for p in parts], out=starts[1:])
+    return b"".join(parts), starts
 
 
 def as_task_table(specs: Iterable[TaskSpec] | TaskTable) -> TaskTable:

@@ -21,7 +21,9 @@ class TaskSpec:
 
     `tools`, `state_keys` and `verifier` describe what the task touches (intra-environment
     similarity); `features` (numeric execution-pattern descriptors, e.g. ``n_calls``) and
-    `reward_type` describe how it is solved and scored (cross-environment similarity).
+    `reward_type` describe how it is solved and scored (cross-environment similarity). `text` is
+    what the model reads that is this task's own (its instruction, and documents offered with this
+    task alone, not an environment's shared tool set): near-copies are found by it (`near_copies.py`).
     """
 
     env: str
@@ -31,12 +33,15 @@ class TaskSpec:
     verifier: str = ""
     features: Mapping[str, float] = field(default_factory=dict)
     reward_type: str = "binary"
+    text: str = ""
 
     def __post_init__(self) -> None:
         if not self.env or not isinstance(self.env, str):
             raise ValueError(f"TaskSpec.env must be a non-empty string, got {self.env!r}")
         if not isinstance(self.task_id, str) or not self.task_id:
             raise ValueError(f"TaskSpec.task_id must be a non-empty string, got {self.task_id!r}")
+        if not isinstance(self.text, str):
+            raise ValueError(f"TaskSpec {self.key}: text must be a string, got {type(self.text).__name__}")
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "state_keys", tuple(self.state_keys))
         feats = {str(k): float(v) for k, v in dict(self.features).items()}
@@ -64,6 +69,7 @@ class TaskSpec:
             and self.verifier == other.verifier
             and dict(self.features) == dict(other.features)
             and self.reward_type == other.reward_type
+            and self.text == other.text
         )
 
 
@@ -72,12 +78,14 @@ class RolloutGroup:
     """One GRPO group: the G rewards that the rollouts of ``specs[index]`` earned in one step.
 
     `lengths` optionally carries per-rollout turn or token counts; the graph uses their mean as an
-    execution-pattern statistic.
+    execution-pattern statistic. `tokens` optionally carries what each rollout cost in tokens (its
+    whole sequence: prompt, model turns, tool outputs); cost-aware selection reads their mean.
     """
 
     index: int
     rewards: Sequence[float]
     lengths: Sequence[float] | None = None
+    tokens: Sequence[float] | None = None
 
     @property
     def mean(self) -> float:
@@ -93,6 +101,11 @@ class RolloutGroup:
     def informative(self) -> bool:
         """True when the rewards differ, i.e. the group yields a non-zero GRPO gradient."""
         return self.std >= ZERO_STD_EPS
+
+
+def group_tokens(groups: Sequence[RolloutGroup]) -> np.ndarray:
+    """float64[B]: each group's mean tokens per rollout, NaN where it reported none."""
+    return np.array([np.nan if g.tokens is None else sum(g.tokens) / len(g.tokens) for g in groups])
 
 
 def group_stats(groups: Sequence[RolloutGroup]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -148,10 +161,14 @@ def validate_groups(groups: Sequence[RolloutGroup], num_tasks: int) -> list[Roll
                 if not 0.0 <= r <= 1.0:
                     raise ValueError(f"{_where(pos, g)}: reward {r!r} outside [0, 1]")
             rewards = tuple(map(float, rewards))
-        lengths = None
+        lengths, tokens = None, None
         if g.lengths is not None:
             lengths = tuple(map(float, g.lengths))
             if len(lengths) != len(rewards) or not _lengths_ok(lengths):
                 raise ValueError(f"{_where(pos, g)}: lengths must be finite, non-negative, one per reward")
-        checked.append(RolloutGroup(g.index, rewards, lengths))
+        if getattr(g, "tokens", None) is not None:
+            tokens = tuple(map(float, g.tokens))
+            if len(tokens) != len(rewards) or not _lengths_ok(tokens):
+                raise ValueError(f"{_where(pos, g)}: tokens must be finite, non-negative, one per reward")
+        checked.append(RolloutGroup(g.index, rewards, lengths, tokens))
     return checked

@@ -180,8 +180,9 @@ class SimLearner:
                 lengths = turns + self.rng.integers(0, 2, self.group_size) * (1 - done)
             else:  # a failed rollout keeps trying: that share of the task's turns again
                 lengths = turns * (1.0 + self.world.failed_turns * (1 - done))
-            self.tokens += float(lengths.sum()) * float(self.world.tokens_per_turn[self.world.env_of[t]])
-            groups.append(RolloutGroup(int(i), r.tolist(), lengths.tolist()))
+            tokens = lengths * float(self.world.tokens_per_turn[self.world.env_of[t]])
+            self.tokens += float(tokens.sum())
+            groups.append(RolloutGroup(int(i), r.tolist(), lengths.tolist(), tokens.tolist()))
         self.rollouts += len(indices) * self.group_size
         return groups
 

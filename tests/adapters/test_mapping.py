@@ -31,6 +31,7 @@ def test_reward_range_refuses_what_maps_nothing(bad):
 def test_groups_carry_lengths_per_rollout():
     groups = group_rewards([4, 4, 1, 1], [0.0, 1.0, 1.0, 1.0], ["a", "a", "b", "b"], lengths=[3, 5, 7, 9])
     assert [(g.index, g.rewards, g.lengths) for g in groups] == [(4, (0.0, 1.0), (3.0, 5.0)), (1, (1.0, 1.0), (7.0, 9.0))]
+    assert [g.tokens for g in groups] == [(3.0, 5.0), (7.0, 9.0)]  # completion tokens: what the rollout cost
     assert group_rewards([0, 0], [0.0, 1.0], [0, 0])[0].lengths is None
     with pytest.raises(ValueError, match="lengths"):
         group_rewards([0, 0], [0.0, 1.0], [0, 0], lengths=[1])

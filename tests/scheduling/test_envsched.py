@@ -100,8 +100,8 @@ def test_similarity_penalty_lowers_batch_similarity():
     def mean_pairwise(sched, idx):
         sim = sched.graph.combined_similarity()
         return np.mean([sim.pair(i, j) for i in idx for j in idx if i < j])
-    plain = build_scheduler("envsched", specs, use_gnn=False, quota=False, penalty=0.0, seed=0)
-    spread = build_scheduler("envsched", specs, use_gnn=False, quota=False, penalty=1.0, seed=0)
+    plain = build_scheduler("envsched", specs, use_gnn=False, quota=False, penalty=0.0, copy_decay=1.0, seed=0)
+    spread = build_scheduler("envsched", specs, use_gnn=False, quota=False, penalty=1.0, copy_decay=1.0, seed=0)
     assert mean_pairwise(spread, spread.select(6)) < mean_pairwise(plain, plain.select(6))
 
 

@@ -14,7 +14,7 @@ def klass(env, name, n, tools, pattern):
 
 def drive(specs, informative, steps=40, seed=0, **options):
     """Select and feed groups: an informative task passes half its rollouts, the rest all of them."""
-    sched = build_scheduler("envsched", specs, seed=seed, use_gnn=False, quota=False, penalty=0.0,
+    sched = build_scheduler("envsched", specs, seed=seed, use_gnn=False, quota=False, penalty=0.0, copy_decay=1.0,
                             gnn_min_observations=20, **options)
     rng = np.random.default_rng(seed)
     for _ in range(steps):

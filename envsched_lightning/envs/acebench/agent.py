@@ -43,6 +43,7 @@ from envsched_lightning.envs.acebench import official
 from envsched_lightning.envs.acebench.normal import function_docs
 from envsched_lightning.envs.acebench.sandboxes.phone import BaseApi, FoodPlatform, MessageApi, ReminderApi
 from envsched_lightning.envs.acebench.sandboxes.travel import Travel
+from envsched_lightning.envs.task_text import task_text
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.parsing import render_assistant_turn
 from envsched_lightning.envs.benchmark_files import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
@@ -424,6 +425,7 @@ class AceBenchAgentEnvironment(Environment):
         spec = TaskSpec(
             env=self.name, task_id=record["id"], tools=tuple(d["name"] for d in docs), state_keys=tuple(classes),
             verifier="acebench_agent_end_state", features=features, reward_type="binary" if self.reward == "end_state" else "fractional",
+            text=task_text([record["question"]]),  # the classes' docs are shared: left out
         )  # fmt: skip
         system = f"{_TRAVEL_PROMPT if 'Travel' in classes else _PHONE_PROMPT} {_ENDING}"
         first = ({"role": "user", "content": record["question"]} if self.category == "agent_multi_step"

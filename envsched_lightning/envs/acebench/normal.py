@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from envsched_lightning.envs.acebench import official
+from envsched_lightning.envs.task_text import task_text
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.benchmark_files import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.registry import register_env
@@ -246,7 +247,7 @@ class AceBenchEnvironment(Environment):
         spec = TaskSpec(
             env=self.name, task_id=record["id"], tools=tuple(d["name"] for d in docs), state_keys=(),
             verifier="acebench_special_text" if self.category in SPECIAL else "acebench_ast",
-            features=features, reward_type="binary",
+            features=features, reward_type="binary", text=task_text([record["question"]], docs),
         )  # fmt: skip
         return Task(
             spec=spec,

@@ -94,6 +94,7 @@ from envsched_lightning.envs.bfcl.backends.ticket_api import TicketAPI
 from envsched_lightning.envs.bfcl.backends.trading_bot import TradingBot
 from envsched_lightning.envs.bfcl.backends.travel_booking import TravelAPI
 from envsched_lightning.envs.bfcl.backends.vehicle_control import VehicleControlAPI
+from envsched_lightning.envs.task_text import task_text, user_contents
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.benchmark_files import field_types, pattern_features, read_jsonl, to_tool_schema
 from envsched_lightning.envs.bfcl.single_turn import resolve_bfcl_dir
@@ -481,6 +482,7 @@ class MultiTurnEnvironment(Environment):
         spec = TaskSpec(
             env=self.name, task_id=record["id"], tools=tuple(d["name"] for d in docs), state_keys=tuple(classes),
             verifier="bfcl_multi_turn_state_response", features=features, reward_type="binary",
+            text=task_text(user_contents(record["question"])),  # the classes' docs are shared: left out
         )  # fmt: skip
         return Task(
             spec=spec, messages=user_turns[0], ground_truth={"record": record, "calls": truth, "user_turns": user_turns},

@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from envsched_lightning.envs.task_text import task_text, user_contents
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.bfcl.checker import (  # noqa: F401 - PYTHON_TYPES, RULES, check_call, standardize_string re-exported
     PYTHON_TYPES,
@@ -246,6 +247,7 @@ class BfclEnvironment(Environment):
         spec = TaskSpec(
             env=self.name, task_id=question["id"], tools=tuple(d["name"] for d in docs), state_keys=(),
             verifier="bfcl_ast", features=features, reward_type="binary",
+            text=task_text(user_contents(question["question"]), docs),
         )  # fmt: skip
         return Task(
             spec=spec,

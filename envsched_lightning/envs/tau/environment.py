@@ -32,6 +32,7 @@ from typing import Any
 from envsched_lightning.envs.tau.backends.airline import AirlineTools
 from envsched_lightning.envs.tau.backends.common import SharedDatabase, TauDomain, check_rules
 from envsched_lightning.envs.tau.backends.retail import RetailTools
+from envsched_lightning.envs.task_text import task_text
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
 from envsched_lightning.envs.benchmark_files import pattern_features, read_jsonl, resolve_data_dir
 from envsched_lightning.envs.registry import register_env
@@ -212,6 +213,7 @@ class TauEnvironment(Environment):
         spec = TaskSpec(
             env=self.name, task_id=raw["task_id"], tools=tuple(dict.fromkeys(names)), state_keys=DOMAINS[self.domain].files,
             verifier="tau_db_hash_outputs", features=features, reward_type="binary",
+            text=task_text([raw["instruction"]]),
         )  # fmt: skip
         first = ({"role": "user", "content": raw["instruction"]} if self.user_settings is None
                  else self.user_settings.opening_message(raw["instruction"], STOP))  # fmt: skip

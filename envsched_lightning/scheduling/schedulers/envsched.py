@@ -6,7 +6,8 @@ earned on held-back groups (each step's first observations are scored before any
 them), optionally blended with an online-trained relation-aware GNN (`use_gnn`, off by default:
 it did not beat the closed form over the world family) whose weight is earned the same way; add
 a coverage bonus for rarely or long-ago tried tasks whose weight decays over training; fill the
-batch greedily under environment quotas and the similarity penalty. Every signal comes from groups
+batch greedily under environment quotas and the similarity penalty, the k-th near-copy of a group
+in one batch counting `copy_decay`^(k-1) of its priority (`near_copies.py`). Every signal comes from groups
 the trainer already ran: no exploratory rollouts. Options `progress` and `dependence` discount tasks
 whose reward variance looks like chance (no trend over picks; no link to the trajectory).
 """
@@ -25,6 +26,7 @@ from ..graph import INTRA, TaskGraph
 from ..heap import retained_heap
 from ..dependence import DependenceTracker
 from ..progress import ProgressTracker
+from ..cost import RolloutCost
 from ..propagation import IncrementalPPR, RowNormalizedGraph
 from ..additive import AdditiveModel
 from ..base import Scheduler
@@ -58,6 +60,8 @@ class EnvSchedScheduler(Scheduler):
         sibling_halflife: float = 5.0,
         quota: bool | dict = True,
         penalty: float = 1.0,
+        copy_decay: float = 0.85,
+        copy_threshold: float = 0.6,
         jitter: float = 1e-3,
         graph_seed: int = 0,
         gnn_refresh_period: int = 200,
@@ -76,6 +80,8 @@ class EnvSchedScheduler(Scheduler):
         dependence_min_groups: int = 1,
         additive: bool = False,
         additive_ridge: float = 2.0,
+        cost: float = 0.0,
+        cost_floor: float = 0.25,
         **kw: Any,
     ) -> None:
         for name, value in dict(k_intra=k_intra, k_cross=k_cross, cross_refresh_every=cross_refresh_every,
@@ -139,6 +145,10 @@ class EnvSchedScheduler(Scheduler):
             (("cross",) if cross_edges else ("intra",))
         # composition: an additive model over metadata tokens, one more candidate for the gate to weigh
         self.additive = AdditiveModel(self.specs, ridge=additive_ridge) if additive else None
+        # rollout cost: predicted informativeness per token, as far as `cost` (a power) says
+        check_number("cost", cost, 0.0, 2.0)
+        check_number("cost_floor", cost_floor, 0.0, 1.0, low_open=True)
+        self.cost = RolloutCost(self.env_ids, self.num_envs, cost, cost_floor) if cost > 0 else None
         if additive:
             if not gate:
                 raise ValueError("additive=true needs gate=true: the gate weighs it against the graph's candidates")
@@ -156,8 +166,8 @@ class EnvSchedScheduler(Scheduler):
         self.evaluated = 0
         if quota:
             self.install(EnvQuota(**(quota if isinstance(quota, dict) else {})))
-        if penalty > 0:
-            self.install(SimilarityPenalty(lam=penalty, scale=1.0))
+        if penalty > 0 or copy_decay < 1.0:
+            self.install(SimilarityPenalty(lam=penalty, scale=1.0, copy_decay=copy_decay, copy_threshold=copy_threshold))
 
     # -- graph plumbing ----------------------------------------------------------------------
     def _rebuild_edges(self) -> None:
@@ -334,12 +344,16 @@ class EnvSchedScheduler(Scheduler):
         learnable = (pred >= 0.05) | ~self.history.observed
         if self.explore_untried > 0:
             noise = noise + self._posterior_draw(pred)
+        out = {"eligible": learnable, "predicted": pred, "coverage": bonus}
+        value = pred
         trackers = [t for t in (self.progress, self.dependence) if t is not None]
-        if not trackers:
-            return {"priority": pred + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus}
-        factor = np.prod([t.learnability() for t in trackers], axis=0).astype(np.float32)
-        return {"priority": pred * factor + bonus + noise, "eligible": learnable, "predicted": pred, "coverage": bonus,
-                "learnability": factor}  # fmt: skip
+        if trackers:
+            out["learnability"] = np.prod([t.learnability() for t in trackers], axis=0).astype(np.float32)
+            value = value * out["learnability"]
+        if self.cost is not None:
+            out["cost_factor"] = self.cost.factor().astype(np.float32)
+            value = value * out["cost_factor"]
+        return {"priority": value + bonus + noise, **out}
 
     def _posterior_draw(self, pred: np.ndarray) -> np.ndarray:
         """Experimental (`explore_untried`, off by default): Thompson-style exploration of never-tried
@@ -359,7 +373,7 @@ class EnvSchedScheduler(Scheduler):
 
     # -- learning ----------------------------------------------------------------------------
     def _observe(self, groups) -> None:
-        for tracker in (self.progress, self.dependence):
+        for tracker in (self.progress, self.dependence, self.cost):
             if tracker is not None:
                 tracker.observe(groups)
         nodes, _, std, _ = group_stats(groups)
@@ -440,6 +454,7 @@ class EnvSchedScheduler(Scheduler):
             # these exact values instead of recomputing them over every edge
             "ppr": [(p.s.copy(), p.f.copy()) for p in (self.ppr, self.ppr_intra) if p is not None],
             "additive": None if self.additive is None else self.additive.state_dict() | {"group_size": self.group_size},
+            "cost": None if self.cost is None else self.cost.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -488,6 +503,10 @@ class EnvSchedScheduler(Scheduler):
         if self.additive is not None:
             self.additive.load_state_dict(state["additive"])
             self.group_size = int(state["additive"]["group_size"])
+        if self.cost is not None and state.get("cost") is not None:
+            # a checkpoint without it (cost=0, or written before it existed) resumes with costs
+            # learned afresh from the next rollouts: an estimate, not a decision already taken
+            self.cost.load_state_dict(state["cost"])
         self._cache.clear()
 
 
