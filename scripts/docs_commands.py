@@ -94,6 +94,7 @@ RULES = [
     Rule(r"benchmarks\.prediction_quality", "--seeds 1 --checkpoints 5", "1 seed, 1 checkpoint"),
     Rule(r"benchmarks\.scheduler_scaling", "--sizes 10000 --steps 2 --repeat 1", "10k tasks, 2 steps, once"),
     Rule(r"benchmarks\.metadata_ceiling", "--worlds 1", "1 world per mechanism"),
+    Rule(r"benchmarks\.env_effects", "--worlds 1 --steps 20", "1 world, 20 steps"),
     Rule(r"benchmarks\.near_copies", "--steps 4 --seeds 1", "4 steps, 1 seed (BFCL live from the data root)"),
     Rule(r"benchmarks[./]adapter_rows", "--rows 20000", "20k rows"),
     Rule(r"^git worktree add \.tmp/", "", "as written (the older checkout the scaling benchmark's --before reads)"),
