@@ -1,12 +1,15 @@
 """`SchedulingLoggerCallback`: why each task was picked, and what its rollouts then earned.
 
-Per step: `sched/env_count/<env>` (tasks per environment) and `sched/pred_corr` (Pearson
+Per step: `sched/env_count/<env>` (tasks per environment), `sched/<discount>_mean` for each priority
+discount the scheduler applied (learnability, cost_factor, env_factor) and `sched/pred_corr` (Pearson
 correlation, over the batch, of the scheduler's predicted score and the realised group reward
 std: is the scheduler's notion of "informative" right?), plus one JSON line per step in
 `sched_decisions.jsonl`. With a W&B logger also a `sched/decisions` table every `table_every`
 steps. Every `plot_every` steps and at the end: the environment-by-step heatmap of rollouts, saved
 as `sched_heatmap.png` in the run directory (and logged to W&B), and a W&B predicted-vs-realised
-scatter. It only reads the DataModule's decision and groups; it never changes the schedule.
+scatter; with a scheduler that estimates environment effects (envsched), the environment x environment
+effect heatmap `sched_env_effects.png` (W&B `sched/env_effects`) and its numbers in
+`sched_env_effects.json`. It only reads the DataModule's decision and groups; it never changes the schedule.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from lightning.pytorch.loggers import WandbLogger
 from typing_extensions import override
 
 from envsched_lightning.scheduling import Decision, RolloutGroup, TaskSpec
+from envsched_lightning.scheduling.decision import decision_summary
 
 from .constraint import datamodule_of
-from .plots import save_heatmap
+from .plots import save_env_effects, save_heatmap
 
 COLUMNS = ["step", "env", "task_id", "priority", "predicted", "coverage", "penalty", "reward_mean", "reward_std"]
 
@@ -58,6 +62,11 @@ def pearson(x: list[float], y: list[float]) -> float | None:
     if a.size < 2 or a.std() < 1e-12 or b.std() < 1e-12:
         return None
     return float(np.corrcoef(a, b)[0, 1])
+
+
+def _nulls(a: np.ndarray) -> list:
+    """A matrix as JSON-ready lists, NaN (not estimated) as null."""
+    return [[None if not np.isfinite(v) else float(v) for v in row] for row in a]
 
 
 def run_name(trainer: Trainer) -> str:
@@ -117,6 +126,9 @@ class SchedulingLoggerCallback(Callback):
             for env, count in round_decision.env_counts.items():
                 env_counts[env] = env_counts.get(env, 0) + count
         metrics = {f"sched/env_count/{e}": float(env_counts.get(e, 0)) for e in self.env_names}
+        # how much the choice was discounted (learning progress, cost, environment effects), when it was
+        summary = decision_summary(rows)
+        metrics |= {f"sched/{k}": v for k, v in summary.items() if k != "copy_repeat_frac"}  # the penalty's own
         corr = pearson([r["predicted"] for r in rows], [r["reward_std"] for r in rows])
         if corr is not None:
             metrics["sched/pred_corr"] = corr
@@ -154,12 +166,31 @@ class SchedulingLoggerCallback(Callback):
         counts = np.asarray(self.rollouts, dtype=np.float64).T  # [E, steps]
         self.heatmap_path = save_heatmap(counts, self.env_names, self.run_dir(trainer) / "sched_heatmap.png", self.first_step,
                                          scheduler=self.scheduler_name, run=self.run_label)  # fmt: skip
+        effects = self._env_effects(trainer)
         for lg in wandb:
             import wandb as wb
 
             lg.log_image("sched/heatmap", images=[str(self.heatmap_path)])
+            if effects is not None:
+                lg.log_image("sched/env_effects", images=[str(effects)])
             table = wb.Table(columns=["predicted", "realised_std"], data=[list(p) for p in self.points])
             lg.experiment.log({"sched/pred_vs_realised": wb.plot.scatter(table, "predicted", "realised_std")})
+
+    def _env_effects(self, trainer: Trainer) -> Path | None:
+        """The scheduler's environment x environment effect estimate as PNG + JSON, if it keeps one."""
+        estimator = getattr(datamodule_of(trainer).scheduler, "env_effects", None)
+        if estimator is None:
+            return None
+        effect, t = estimator.effects()
+        crit = estimator.critical_t()
+        out = self.run_dir(trainer)
+        step = int(estimator.steps)
+        names = list(datamodule_of(trainer).scheduler.env_names)
+        record = {"step": step, "env_names": names, "critical_t": crit, "effect": _nulls(effect), "t": _nulls(t),
+                  "re_picks": estimator.n.tolist(), "env_factor": estimator.env_factor().tolist()}  # fmt: skip
+        (out / "sched_env_effects.json").write_text(json.dumps(record, indent=1) + "\n")
+        return save_env_effects(effect, t, names, crit, out / "sched_env_effects.png",
+                                scheduler=self.scheduler_name, run=self.run_label, step=step)  # fmt: skip
 
     @override
     def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:

@@ -14,6 +14,7 @@ from lightning.pytorch import LightningModule, Trainer
 from typing_extensions import override
 
 from envsched_lightning.scheduling import Scheduler, SimilarityPenalty
+from envsched_lightning.scheduling.decision import decision_summary
 
 from .constraint import ConstraintCallback, datamodule_of
 
@@ -46,6 +47,6 @@ class SimilarityPenaltyCallback(ConstraintCallback):
         if rows:
             pl_module.log("sched/penalty_mean", sum(r["penalty"] for r in rows) / len(rows), on_step=True,
                           on_epoch=False, batch_size=len(rows))  # fmt: skip
-            if "copy_rank" in rows[0]:  # share of the batch repeating a near-copy group already in it
-                pl_module.log("sched/copy_repeat_frac", sum(r["copy_rank"] > 0 for r in rows) / len(rows), on_step=True,
-                              on_epoch=False, batch_size=len(rows))  # fmt: skip
+            repeats = decision_summary(rows).get("copy_repeat_frac")  # the batch repeating a near-copy group in it
+            if repeats is not None:
+                pl_module.log("sched/copy_repeat_frac", repeats, on_step=True, on_epoch=False, batch_size=len(rows))

@@ -95,3 +95,17 @@ def test_heatmap_is_titled_with_the_scheduler_and_the_run(tmp_path, monkeypatch)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["banking", "calendar"]
     assert ax.images[0].get_array().tolist() == [[2, 3], [2, 0]]  # [env, step]
     assert drawn[-1].axes[1].get_ylabel() == "rollouts"  # the colour bar
+
+
+def test_env_effects_heatmap_marks_what_the_scheduler_acts_on(tmp_path):
+    effect = np.array([[0.01, -0.02, np.nan], [0.0, 0.01, np.nan], [0.003, 0.001, np.nan]])
+    t = np.array([[3.0, -4.0, np.nan], [0.1, 2.0, np.nan], [1.0, 0.5, np.nan]])  # env c: too few re-picks
+    fig = plots.env_effects_figure(effect, t, ["a", "b", "c"], critical_t=2.6, scheduler="envsched", step=40)
+    ax = fig.axes[0]
+    assert [x.get_text() for x in ax.texts] == ["3.0", "-4.0", "0.1", "2.0", "1.0", "0.5"]  # unknown cells blank
+    outlined = [(p.get_x() + 0.5, p.get_y() + 0.5) for p in ax.patches]
+    assert outlined == [(1.0, 0.0)]  # a -> b only: the diagonal is an environment's own gain, not an effect
+    assert ax.images[0].get_clim() == (-0.02, 0.02)  # centred at 0
+    assert "envsched" in ax.get_title() and "step 40" in ax.get_title()
+    path = plots.save_env_effects(effect, t, ["a", "b", "c"], 2.6, tmp_path / "e.png")
+    assert path.stat().st_size > 2000

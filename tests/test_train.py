@@ -36,6 +36,11 @@ def test_tiny_run_holds_quotas_and_updates_once_per_step(tmp_path):
     assert trainer.global_step >= 3 or out["metrics"]["train/skipped"] == 1.0
     assert Path(out["heatmap"]).is_file() and Path(out["checkpoint"]).is_file()
     assert {"sched/env_count/banking", "rollout/reward_mean", "eval/score"} <= set(out["metrics"])
+    # envsched's environment x environment effect estimate, drawn beside the heatmap with its numbers
+    effects = json.loads((Path(out["log_dir"]) / "sched_env_effects.json").read_text())
+    assert effects["step"] == 3 and effects["env_names"] == ["banking", "calendar", "messaging"]
+    assert len(effects["effect"]) == 3 and effects["env_factor"] == [1.0, 1.0, 1.0]  # 3 steps: nothing known
+    assert (Path(out["log_dir"]) / "sched_env_effects.png").is_file()
 
 
 def test_dynamic_sampling_refills_from_the_scheduler_and_counts_every_rollout(tmp_path):

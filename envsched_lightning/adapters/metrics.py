@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from envsched_lightning.scheduling import Decision, RolloutGroup, TaskSpec
+from envsched_lightning.scheduling.decision import decision_summary
 
 
 def informativeness(group: RolloutGroup) -> float:
@@ -46,7 +47,9 @@ def scheduler_metrics(decision: Decision | None, groups: Sequence[RolloutGroup],
       ``pred_corr`` only when both sides vary;
     - ``sched/quota_relaxations``, ``sched/penalty_mean``: quota relaxations this choice needed and
       the mean similarity penalty paid, when there is a decision; ``sched/copy_repeat_frac``: the
-      share of the choice that repeats a near-copy group already in it, when the penalty has groups.
+      share of the choice that repeats a near-copy group already in it, when the penalty has groups;
+      ``sched/learnability_mean``, ``sched/cost_factor_mean``, ``sched/env_factor_mean``: how much
+      the choice was discounted, for each discount the scheduler applies (`decision_summary`).
 
     `decision` is `Scheduler.last_decision()` of the select whose `groups` these are (None when the
     scheduler records none); `specs` the scheduler's specs (``specs[g.index]``), read only at the
@@ -73,8 +76,7 @@ def scheduler_metrics(decision: Decision | None, groups: Sequence[RolloutGroup],
         metrics["sched/quota_relaxations"] = float(len(decision.relaxations))
         if decision.rows:
             metrics["sched/penalty_mean"] = sum(r.get("penalty", 0.0) for r in decision.rows) / len(decision.rows)
-            if "copy_rank" in decision.rows[0]:
-                metrics["sched/copy_repeat_frac"] = sum(r["copy_rank"] > 0 for r in decision.rows) / len(decision.rows)
+            metrics |= {f"sched/{k}": v for k, v in decision_summary(decision.rows).items()}
         realised = {g.index: informativeness(g) for g in groups}
         pairs = [(r["predicted"], realised[r["index"]]) for r in decision.rows
                  if "predicted" in r and r["index"] in realised]  # fmt: skip

@@ -8,6 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+# priority multipliers a scheduler may report per chosen task (1 = not discounted): learning progress
+# and reward dependence, rollout cost, environment effects
+DISCOUNTS = ("learnability", "cost_factor", "env_factor")
+
 if TYPE_CHECKING:
     from .selection import FillResult
     from .types import TaskSpec
@@ -40,3 +44,18 @@ class Decision:
         counts = np.bincount(env_ids[result.indices], minlength=len(env_names))
         env_counts = {e: int(c) for e, c in zip(env_names, counts)}
         return cls(step, list(result.indices), rows, env_counts, list(result.relaxations))
+
+
+def decision_summary(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """What a choice's rows say in a few numbers, under the metric names every trainer logs:
+    ``copy_repeat_frac`` (the share repeating a near-copy group already in the batch, when the penalty
+    has groups) and ``<factor>_mean`` for each of `DISCOUNTS` the rows carry (how much was discounted)."""
+    if not rows:
+        return {}
+    out = {}
+    if "copy_rank" in rows[0]:
+        out["copy_repeat_frac"] = sum(r["copy_rank"] > 0 for r in rows) / len(rows)
+    for name in DISCOUNTS:
+        if name in rows[0]:
+            out[f"{name}_mean"] = sum(r[name] for r in rows) / len(rows)
+    return out

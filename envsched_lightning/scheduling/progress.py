@@ -24,12 +24,20 @@ import numpy as np
 from .types import RolloutGroup, group_stats
 
 
+MIN_READY = 5  # judged tasks an environment needs before its flat share is compared
+
+
+def null_share_counts(below: np.ndarray | int, size: np.ndarray | int) -> np.ndarray:
+    """`null_share` from counts (`below` of `size` statistics at most 1), elementwise."""
+    return np.clip((np.asarray(below) + 0.683 * 10 * 0.5) / (0.683 * (np.asarray(size) + 10)), 0.0, 1.0)
+
+
 def null_share(stat: np.ndarray) -> float:
     """Estimated share of tasks without the effect among those whose statistic `stat` is |N(0, 1)|
     without it (a trend's or a dependence's z): how many more of them fall below 1 than tasks with the
     effect would explain (Storey's estimator at lambda = 1: |N(0, 1)| is below 1 with probability
     0.683), shrunk toward 1/2 by 10 pseudo-tasks while few are known."""
-    return float(np.clip(((stat <= 1.0).sum() + 0.683 * 10 * 0.5) / (0.683 * (stat.size + 10)), 0.0, 1.0))
+    return float(null_share_counts(int((stat <= 1.0).sum()), stat.size))
 
 
 def discount(stat: np.ndarray, share: float, floor: float, full: float) -> np.ndarray:
@@ -64,12 +72,16 @@ class ProgressTracker(TaskSums):
     SUMS = ("n", "sx", "sxx", "sy", "sxy", "noise")
     NAME = "progress"
 
-    def __init__(self, num_tasks: int, min_picks: int = 4, floor: float = 0.05, t_full: float = 2.0) -> None:
+    def __init__(self, num_tasks: int, min_picks: int = 4, floor: float = 0.05, t_full: float = 2.0,
+                 env_ids: np.ndarray | None = None) -> None:
         if min_picks < 3:
             raise ValueError(f"progress min_picks must be >= 3 (a line through 2 points has no error), got {min_picks}")
         if not 0.0 <= floor <= 1.0 or t_full <= 0:
             raise ValueError(f"progress floor must be in [0, 1] and t_full > 0; got {floor}, {t_full}")
         self.min_picks, self.floor, self.t_full = min_picks, floor, t_full
+        # with environments: a flat task is discounted as far as its environment has more flat tasks than
+        # the least flat one (a flaky verifier or user belongs to an environment; a slow learner to all)
+        self.env_ids = None if env_ids is None else np.asarray(env_ids, dtype=np.int64)
         self.n = np.zeros(num_tasks)
         self.sx = np.zeros(num_tasks)  # sum of pick numbers (0, 1, 2, ...)
         self.sxx = np.zeros(num_tasks)
@@ -108,9 +120,27 @@ class ProgressTracker(TaskSums):
         ready = (self.n >= self.min_picks) & (self.noise / np.maximum(self.n, 1.0) > 1e-3)
         return null_share((self.slope_t() if t is None else t)[ready])  # `t`: `slope_t()` when the caller has it
 
+    def excess_share(self, t: np.ndarray) -> np.ndarray:
+        """float[N]: per task, how far its environment's share of flat tasks exceeds the least flat
+        environment's (among those with `MIN_READY` judged tasks), as a share of what is left above
+        it: 0 where every environment learns alike, however slowly."""
+        ready = (self.n >= self.min_picks) & (self.noise / np.maximum(self.n, 1.0) > 1e-3)
+        num_envs = int(self.env_ids.max()) + 1 if self.env_ids.size else 0
+        counts = np.bincount(self.env_ids[ready], minlength=num_envs)
+        flat = np.bincount(self.env_ids[ready & (t <= 1.0)], minlength=num_envs)
+        shares = null_share_counts(flat, counts)
+        known = counts >= MIN_READY
+        if not known.any():
+            return np.zeros(self.env_ids.shape[0])
+        ref = float(shares[known].min())
+        excess = np.clip((shares - ref) / max(1.0 - ref, 1e-6), 0.0, 1.0)
+        return excess[self.env_ids]
+
     def learnability(self) -> np.ndarray:
         """float[N] in [floor, 1]: how much of a task's reward variance to believe is learnable
         (`discount` of the trend statistic: a flat trend discounted as far as flat tasks are common in
-        this pool; where every task learns, a slow one is not a coin)."""
+        this pool, or with environments as far as its environment has more of them than the least flat
+        one; where every task learns, a slow one is not a coin)."""
         t = self.slope_t()
-        return np.where(self.n >= self.min_picks, discount(t, self.null_share(t), self.floor, self.t_full), 1.0)
+        share = self.null_share(t) if self.env_ids is None else self.excess_share(t)
+        return np.where(self.n >= self.min_picks, discount(t, share, self.floor, self.t_full), 1.0)

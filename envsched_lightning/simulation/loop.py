@@ -170,8 +170,10 @@ def run_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int =
 
     name = label or "_".join(["informed"] + [f"{k}_{v}" for k, v in (("untried", untried), ("tried", tried)) if v]
                              + (["noise"] if noise else []) + (["gain"] if gain else []))
+    # told values need no trend test on top (the learning-progress discount reads the same rollouts
+    # the told values replace): off unless asked for
     return run_scheduler(world, "envsched", seed, steps, batch_size, group_size, label=name, setup=inform,
-                         learner=learner, **options)
+                         learner=learner, **{"progress": False, **options})
 
 
 def run_class_informed(world: SimWorld, seed: int, steps: int = 120, batch_size: int = 32, group_size: int = 8,

@@ -55,8 +55,15 @@ def test_envsched_resumes_an_older_checkpoint_with_its_history_and_state():
     assert sched.history.step == 16
 
 
-@pytest.mark.parametrize("option, what", [("progress", "progress state"), ("dependence", "dependence state"),
-                                          ("additive", "additive model")])
+def test_learning_progress_the_older_checkpoint_lacks_starts_afresh_from_the_resume():
+    sched = build_scheduler("envsched", writer.pool(), seed=3, progress=True)
+    sched.load_state_dict(read_state(FIXTURES / "envsched.ckpt"))
+    assert sched.history.step == 12 and not sched.progress.n.any()  # trends are judged from here on
+    writer.drive(sched, range(12, 16))
+    assert sched.progress.n.sum() == 4 * 6 and sched.history.step == 16
+
+
+@pytest.mark.parametrize("option, what", [("dependence", "dependence state"), ("additive", "additive model")])
 def test_an_option_the_older_checkpoint_lacks_is_refused_with_how_to_resume(option, what):
     sched = build_scheduler("envsched", writer.pool(), seed=3, **{option: True})
     with pytest.raises(ValueError, match=f"no {what}.*resume with scheduler.{option}=false"):

@@ -80,22 +80,38 @@ def test_progress_discounts_a_task_that_only_scatters_and_keeps_one_that_learns(
 def test_envsched_with_progress_spends_less_on_coins_and_resumes_its_state():
     world = make_world(FLAKY)
     kept = {}
-    plain = run_scheduler(world, "envsched", 0, steps=60)
-    tracked = run_scheduler(world, "envsched", 0, steps=60, setup=lambda s: kept.setdefault("s", s), progress=True,
-                            progress_floor=0.05)  # fmt: skip
+    plain = run_scheduler(world, "envsched", 0, steps=60, progress=False)
+    tracked = run_scheduler(world, "envsched", 0, steps=60, setup=lambda s: kept.setdefault("s", s))  # the default
     assert np.mean(tracked.flaky_share[20:]) < np.mean(plain.flaky_share[20:])
     sched = kept["s"]
     assert all("learnability" in row for row in sched.last_decision().rows)  # the decisions log records it
     state = sched.state_dict()
-    again = build_scheduler("envsched", world.specs, seed=0, progress=True, progress_floor=0.05)
+    again = build_scheduler("envsched", world.specs, seed=0)
     again.load_state_dict(state)
     np.testing.assert_array_equal(again.progress.learnability(), sched.progress.learnability())
-    old = build_scheduler("envsched", world.specs, seed=0)
-    old_state = old.state_dict()
-    old_state["extra"].pop("progress")  # a checkpoint from before the option existed
-    with pytest.raises(ValueError, match="no progress state.*scheduler.progress=false"):
-        build_scheduler("envsched", world.specs, seed=0, progress=True).load_state_dict(old_state)
-    old.load_state_dict(old_state)  # and without the option it still loads
+    old_state = build_scheduler("envsched", world.specs, seed=0, progress=False).state_dict()
+    assert old_state["extra"]["progress"] is None  # a checkpoint written with it off (or before it existed) ...
+    resumed = build_scheduler("envsched", world.specs, seed=0)
+    resumed.load_state_dict(old_state)  # ... resumes with trends judged from here on
+    assert not resumed.progress.n.any()
+
+
+def test_progress_by_environment_discounts_the_coins_environment_not_a_pool_that_learns_slowly():
+    rng = np.random.default_rng(0)
+    env_ids = np.repeat(np.arange(4), 25)
+    slow = ProgressTracker(100, min_picks=4, floor=0.05, env_ids=env_ids)
+    pooled = ProgressTracker(100, min_picks=4, floor=0.05)
+    coins = ProgressTracker(100, min_picks=4, floor=0.05, env_ids=env_ids)
+    for pick in range(8):  # slow: every task creeps up 0.01 a pick (flat to the eye); coins: environment 0's
+        groups = [group(i, 0.4 + 0.01 * pick, rng) for i in range(100)]
+        slow.observe(groups)
+        pooled.observe(groups)
+        coins.observe([group(i, 0.5 if i < 25 else 0.2 + 0.1 * pick, rng) for i in range(100)])
+    assert pooled.null_share() > 0.8 and pooled.learnability().mean() < 0.55  # pooled, a slow pool looks like coins
+    # by environment, only as far as sampling noise makes an environment look flatter than the least flat
+    assert slow.learnability().mean() > 0.7
+    factor = coins.learnability()
+    assert factor[:25].mean() < 0.4 and factor[25:].mean() > 0.95
 
 
 def test_the_family_benchmark_reports_what_chance_costs(capsys):
@@ -173,12 +189,13 @@ def test_dependence_discounts_a_task_whose_reward_ignores_its_trajectory():
 def test_envsched_with_dependence_spends_less_on_judged_coins_and_resumes_its_state():
     world = make_world(replace(FLAKY, flaky_judge=True))
     kept = {}
-    plain = run_scheduler(world, "envsched", 0, steps=60)
-    tracked = run_scheduler(world, "envsched", 0, steps=60, setup=lambda s: kept.setdefault("s", s), dependence=True)
+    plain = run_scheduler(world, "envsched", 0, steps=60, progress=False)  # dependence alone, against neither
+    tracked = run_scheduler(world, "envsched", 0, steps=60, setup=lambda s: kept.setdefault("s", s), dependence=True,
+                            progress=False)  # fmt: skip
     assert np.mean(tracked.flaky_share[20:]) < 0.7 * np.mean(plain.flaky_share[20:])
     sched = kept["s"]
     assert all("learnability" in row for row in sched.last_decision().rows)
-    again = build_scheduler("envsched", world.specs, seed=0, dependence=True)
+    again = build_scheduler("envsched", world.specs, seed=0, dependence=True, progress=False)
     again.load_state_dict(sched.state_dict())
     np.testing.assert_array_equal(again.dependence.learnability(), sched.dependence.learnability())
     assert again.select(8) == sched.select(8)

@@ -8,8 +8,10 @@ it did not beat the closed form over the world family) whose weight is earned th
 a coverage bonus for rarely or long-ago tried tasks whose weight decays over training; fill the
 batch greedily under environment quotas and the similarity penalty, the k-th near-copy of a group
 in one batch counting `copy_decay`^(k-1) of its priority (`near_copies.py`). Every signal comes from groups
-the trainer already ran: no exploratory rollouts. Options `progress` and `dependence` discount tasks
-whose reward variance looks like chance (no trend over picks; no link to the trajectory).
+the trainer already ran: no exploratory rollouts. `progress` (on) discounts tasks whose reward shows
+no trend over their picks, as far as their environment has more of them than the least flat one
+(chance: a flaky verifier, a stochastic user); the `dependence` option those whose reward has no link
+to the trajectory. Environment effects are estimated always and used with `env_effects`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..features import HISTORY_DIM, STATIC_DIM, history_features
 from ..graph import INTRA, TaskGraph
 from ..heap import retained_heap
 from ..dependence import DependenceTracker
+from ..env_effects import EnvEffects
 from ..progress import ProgressTracker
 from ..cost import RolloutCost
 from ..propagation import IncrementalPPR, RowNormalizedGraph
@@ -73,15 +76,19 @@ class EnvSchedScheduler(Scheduler):
         gate_temperature: float = 0.05,
         gate_decay: float = 0.95,
         explore_untried: float = 0.0,
-        progress: bool = False,
+        progress: bool = True,
         progress_min_picks: int = 4,
         progress_floor: float = 0.05,
+        progress_share: str = "environment",
         dependence: bool = False,
         dependence_min_groups: int = 1,
         additive: bool = False,
         additive_ridge: float = 2.0,
         cost: float = 0.0,
         cost_floor: float = 0.25,
+        env_effects: bool = False,
+        env_effects_floor: float = 0.5,
+        env_effects_alpha: float = 0.05,
         **kw: Any,
     ) -> None:
         for name, value in dict(k_intra=k_intra, k_cross=k_cross, cross_refresh_every=cross_refresh_every,
@@ -102,7 +109,8 @@ class EnvSchedScheduler(Scheduler):
         check_number("explore_untried", explore_untried, 0.0)
         check_number("additive_ridge", additive_ridge, 0.0, low_open=True)
         for name, value in dict(cross_edges=cross_edges, use_gnn=use_gnn, calibrate=calibrate, gate=gate,
-                                progress=progress, dependence=dependence, additive=additive).items():  # fmt: skip
+                                progress=progress, dependence=dependence, additive=additive,
+                                env_effects=env_effects).items():  # fmt: skip
             check_bool(name, value)
         super().__init__(specs, seed=seed, **kw)
         self.cross_edges, self.cross_weight, self.cross_refresh_every = cross_edges, cross_weight, cross_refresh_every
@@ -138,7 +146,10 @@ class EnvSchedScheduler(Scheduler):
         self.gate, self.gate_temperature, self.gate_decay = gate, gate_temperature, gate_decay
         self.explore_untried = explore_untried
         # learning progress: a task whose reward scatters without a trend over its picks is discounted
-        self.progress = ProgressTracker(self.num_tasks, progress_min_picks, progress_floor) if progress else None
+        if progress_share not in ("pool", "environment"):
+            raise ValueError(f"progress_share must be 'pool' or 'environment', got {progress_share!r}")
+        self.progress = ProgressTracker(self.num_tasks, progress_min_picks, progress_floor,
+                                        env_ids=self.env_ids if progress_share != "pool" else None) if progress else None
         # reward dependence: a task whose reward ignores the trajectory (a coin-flip verifier) is discounted
         self.dependence = DependenceTracker(self.num_tasks, dependence_min_groups, progress_floor) if dependence else None
         self.relations = (("none", "intra", "cross") if cross_edges else ("none", "intra")) if gate else \
@@ -149,6 +160,11 @@ class EnvSchedScheduler(Scheduler):
         check_number("cost", cost, 0.0, 2.0)
         check_number("cost_floor", cost_floor, 0.0, 1.0, low_open=True)
         self.cost = RolloutCost(self.env_ids, self.num_envs, cost, cost_floor) if cost > 0 else None
+        # environment effects: always estimated (the logger draws them), used in priorities with `env_effects`
+        check_number("env_effects_floor", env_effects_floor, 0.0, 1.0)
+        check_number("env_effects_alpha", env_effects_alpha, 0.0, 1.0, low_open=True)
+        self.env_effects = EnvEffects(self.env_ids, self.num_envs, alpha=env_effects_alpha, floor=env_effects_floor)
+        self.use_env_effects = env_effects
         if additive:
             if not gate:
                 raise ValueError("additive=true needs gate=true: the gate weighs it against the graph's candidates")
@@ -353,6 +369,9 @@ class EnvSchedScheduler(Scheduler):
         if self.cost is not None:
             out["cost_factor"] = self.cost.factor().astype(np.float32)
             value = value * out["cost_factor"]
+        if self.use_env_effects:
+            out["env_factor"] = self.env_effects.factor().astype(np.float32)
+            value = value * out["env_factor"]
         return {"priority": value + bonus + noise, **out}
 
     def _posterior_draw(self, pred: np.ndarray) -> np.ndarray:
@@ -376,6 +395,7 @@ class EnvSchedScheduler(Scheduler):
         for tracker in (self.progress, self.dependence, self.cost):
             if tracker is not None:
                 tracker.observe(groups)
+        self.env_effects.observe(groups, self.history)
         nodes, _, std, _ = group_stats(groups)
         y = np.minimum(1.0, 2 * std).astype(np.float32)
         first = self.history.count[nodes] == 0
@@ -455,6 +475,7 @@ class EnvSchedScheduler(Scheduler):
             "ppr": [(p.s.copy(), p.f.copy()) for p in (self.ppr, self.ppr_intra) if p is not None],
             "additive": None if self.additive is None else self.additive.state_dict() | {"group_size": self.group_size},
             "cost": None if self.cost is None else self.cost.state_dict(),
+            "env_effects": self.env_effects.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -496,8 +517,11 @@ class EnvSchedScheduler(Scheduler):
         if self._gnn_correction is not None and self._gnn_correction.shape != (self.num_tasks,):
             raise ValueError(f"gnn_correction has shape {self._gnn_correction.shape}, expected ({self.num_tasks},)")
         self._last_nodes = np.asarray(state.get("last_nodes", ()), dtype=np.int64).copy()
-        if self.progress is not None:  # every option's state is there: `load_state_dict` checked it
+        if self.progress is not None and state.get("progress") is not None:
             self.progress.load_state_dict(state["progress"])
+        elif self.progress is not None:  # written with progress off or before it existed: trends from here on
+            self.progress = ProgressTracker(self.num_tasks, self.progress.min_picks, self.progress.floor,
+                                            self.progress.t_full, self.progress.env_ids)  # fmt: skip
         if self.dependence is not None:
             self.dependence.load_state_dict(state["dependence"])
         if self.additive is not None:
@@ -507,10 +531,15 @@ class EnvSchedScheduler(Scheduler):
             # a checkpoint without it (cost=0, or written before it existed) resumes with costs
             # learned afresh from the next rollouts: an estimate, not a decision already taken
             self.cost.load_state_dict(state["cost"])
+        saved = state.get("env_effects")
+        if saved is not None and np.shape(saved["mass"])[0] == h.step + 1:
+            self.env_effects.load_state_dict(saved)
+        else:  # written before it existed: an estimate, not a decision, so it starts afresh from here
+            self.env_effects.restart(h.step)
         self._cache.clear()
 
 
 # options whose state a checkpoint must hold when they are on: (option, what it does, what is saved)
-_OPTION_STATES = (("progress", "tracks learning progress", "progress state"),
-                  ("dependence", "tracks reward dependence", "dependence state"),
+# (learning progress is not among them: a trend is an estimate, judged afresh from the resume on)
+_OPTION_STATES = (("dependence", "tracks reward dependence", "dependence state"),
                   ("additive", "has the additive candidate", "additive model"))
