@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,22 @@ def training_rules(cfg: DictConfig) -> list[str]:
         raise RunConfigError(f"{', '.join(found)}: training rules give rewards, not benchmark scores (docs/benchmarks.md); "
                          "evaluate with rules=official, or set allow_training_rules=true to get a labelled, unofficial table")  # fmt: skip
     return found
+
+
+def not_played_notice(episodes: Sequence[Any], max_seq_len: int, max_new_tokens: int) -> str | None:
+    """What to change when some episodes were never played (their prompt left no room to generate):
+    how many, in which environments, and the `model.grpo.max_seq_len` that fits the longest prompt."""
+    from envsched_lightning.evaluation import PROMPT_TOO_LONG
+
+    skipped = [e for e in episodes if e.reason.startswith(PROMPT_TOO_LONG)]
+    if not skipped:
+        return None
+    lengths = [int(m.group(1)) for e in skipped if (m := re.search(r"(\d+) tokens", e.reason))]
+    envs = sorted({e.env for e in skipped})
+    need = f"model.grpo.max_seq_len={max(lengths) + max_new_tokens} plays them all" if lengths else "raise model.grpo.max_seq_len"
+    return (f"warning: {len(skipped)} of {len(episodes)} tasks not played ({', '.join(envs)}): their prompts are longer than "
+            f"model.grpo.max_seq_len - model.sampling.max_new_tokens = {max_seq_len - max_new_tokens} tokens; scored 0 "
+            f"(reason '{PROMPT_TOO_LONG}') and no suite score is shown for them; {need}")  # fmt: skip
 
 
 def users_played(envs: Mapping[str, Any], paper_users: str) -> list[str]:
@@ -205,7 +221,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     import torch
 
     from envsched_lightning.evaluation import (
-        PROMPT_TOO_LONG, aggregate, benchmark_metrics, greedy_rollouts, metrics_markdown, paper_markdown, paper_score,
+        aggregate, benchmark_metrics, greedy_rollouts, metrics_markdown, paper_markdown, paper_score, unplayed_tasks,
     )
     from envsched_lightning.leaderboard import bfcl_overall
     from envsched_lightning.rollout import HFEngine
@@ -251,9 +267,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
                                progress=progress, **module.loop_kwargs)  # fmt: skip
     rollout_s = time.perf_counter() - t1
     scores = aggregate((e.env, e.reward) for e in episodes)
-    if too_long := sum(e.reason.startswith(PROMPT_TOO_LONG) for e in episodes):
-        print(f"warning: {too_long} task(s) have prompts longer than model.grpo.max_seq_len - model.sampling.max_new_tokens "
-              f"= {module.loop_kwargs['max_seq_len'] - module.sampling.max_new_tokens} tokens: scored 0 (reason '{PROMPT_TOO_LONG}')")  # fmt: skip
+    if notice := not_played_notice(episodes, module.loop_kwargs["max_seq_len"], module.sampling.max_new_tokens):
+        print(notice)
     label = f"NOT OFFICIAL ({', '.join(unofficial)}): " if unofficial else ""
     model_name = cfg.ckpt_path or cfg.model.policy.get("path") or cfg.model.policy._target_.rsplit(".", 1)[-1]
     header = (f"{label}greedy, 1 rollout per task{f', first {limit} tasks per environment' if limit else ''}; "
@@ -274,9 +289,11 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         meta["benchmark_metrics"] = official_metrics
         extra += f"\n\nThe benchmarks' own metrics (mean per environment):\n\n{metrics_markdown(official_metrics)}"
     if cfg.get("paper"):  # experiment=paper_eval: the paper's suites and their average
-        paper = paper_score(scores, dict(cfg.paper.suites))
+        paper = paper_score(scores, dict(cfg.paper.suites), unplayed_tasks(episodes))
         differences = [*users_played(envs, cfg.paper.get("users", "")), *cfg.paper.get("differences", [])]
-        meta["paper"] = {"suites": dict(paper.suites), "average": paper.average, "differences": differences}
+        meta["paper"] = {"suites": dict(paper.suites), "average": paper.average, "complete": paper.complete,
+                         "not_played": {name: [n, total] for name, n, total in paper.not_played},
+                         "differences": differences}  # fmt: skip
         extra += ("\n\nThe paper's evaluation (each suite the mean of its categories, x100):\n\n"
                   + paper_markdown(paper, cfg.paper.get("reference", ""), differences))  # fmt: skip
     paths = write_outputs(Path(cfg.output_dir), header, scores, episodes, meta)

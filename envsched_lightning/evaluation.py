@@ -63,24 +63,60 @@ def metrics_markdown(metrics: Mapping[str, Mapping[str, float]]) -> str:
 
 
 class PaperScore(NamedTuple):
-    suites: tuple[tuple[str, float | None], ...]  # (the paper's suite name, our benchmark's score or None if not run)
-    average: float | None  # the mean of the suites, None unless every suite was run
+    suites: tuple[tuple[str, float | None], ...]  # (the paper's suite name, its score; None if not run or not played in full)
+    average: float | None  # the mean of the suites played in full (None if none was)
+    not_played: tuple[tuple[str, int, int], ...] = ()  # (suite, tasks not played, tasks) where any was not played
+
+    @property
+    def complete(self) -> bool:
+        """Every suite run and played in full: only then is `average` the paper's number."""
+        return all(v is not None for _, v in self.suites)
 
 
-def paper_score(scores: Scores, suites: Mapping[str, str]) -> PaperScore:
+def unplayed_tasks(episodes: Iterable[EpisodeRecord]) -> dict[str, tuple[int, int]]:
+    """Per benchmark, (episodes never played: the prompt left no room to generate, tasks): a zero there is
+    no answer of the model's, so a suite with any is not scored as if it were."""
+    out: dict[str, list[int]] = {}
+    for e in episodes:
+        counts = out.setdefault(benchmark_of(e.env), [0, 0])
+        counts[0] += e.reason.startswith(PROMPT_TOO_LONG)
+        counts[1] += 1
+    return {name: (n, total) for name, (n, total) in out.items()}
+
+
+def paper_score(scores: Scores, suites: Mapping[str, str], unplayed: Mapping[str, tuple[int, int]] | None = None) -> PaperScore:
     """The paper's number from our scoreboard: each suite is one of our benchmarks (`suites`: benchmark -> the
-    paper's name for it), scored as the mean of its categories; the paper averages the suites."""
+    paper's name for it), scored as the mean of its categories; the paper averages the suites. A suite with
+    episodes not played (`unplayed`: benchmark -> (not played, tasks), from `unplayed_tasks`) has no score
+    and is left out of the average."""
     by_name = {b.name: b.score for b in scores.benchmarks}
-    rows = tuple((paper_name, by_name.get(benchmark)) for benchmark, paper_name in suites.items())
+    unplayed = unplayed or {}
+    not_played = tuple((paper_name, *unplayed[b]) for b, paper_name in suites.items() if unplayed.get(b, (0, 0))[0])
+    skipped = {name for name, _, _ in not_played}
+    rows = tuple((paper_name, None if paper_name in skipped else by_name.get(benchmark))
+                 for benchmark, paper_name in suites.items())  # fmt: skip
     values = [v for _, v in rows if v is not None]
-    return PaperScore(rows, sum(values) / len(values) if values and len(values) == len(rows) else None)
+    return PaperScore(rows, sum(values) / len(values) if values else None, not_played)
 
 
 def paper_markdown(paper: PaperScore, reference: str, differences: Sequence[str]) -> str:
-    """The suites, their average (x100, as the paper reports), the paper's reference and what differs from its setting."""
+    """The suites, their average (x100, as the paper reports), the paper's reference and what differs from its
+    setting; a suite not run or not played in full says so and the average says over which suites it is."""
+    not_played = {name: (n, total) for name, n, total in paper.not_played}
     lines = ["| suite | score |", "|---|---:|"]
-    lines += [f"| {name} | {'not run' if v is None else f'{100 * v:.2f}'} |" for name, v in paper.suites]
-    lines.append(f"| **average** | **{'incomplete' if paper.average is None else f'{100 * paper.average:.2f}'}** |")
+    for name, v in paper.suites:
+        cell = f"{100 * v:.2f}" if v is not None else "not run"
+        if name in not_played:
+            cell = "not played: {} of {} tasks".format(*not_played[name])
+        lines.append(f"| {name} | {cell} |")
+    played = sum(v is not None for _, v in paper.suites)
+    if paper.average is None:
+        average = "none played in full"
+    elif paper.complete:
+        average = f"**{100 * paper.average:.2f}**"
+    else:
+        average = f"{100 * paper.average:.2f} over {played} of {len(paper.suites)} suites: not the paper's number"
+    lines.append(f"| **average** | {average} |")
     out = "\n".join(lines) + (f"\n\nPaper: {reference}" if reference else "")
     if differences:
         out += "\n\nDiffers from the paper's setting:\n" + "\n".join(f"- {d}" for d in differences)

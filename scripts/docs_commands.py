@@ -111,7 +111,7 @@ RULES = [
     Rule(r"evaluate\.py", "limit=2 model.sampling.max_new_tokens=8 hydra.run.dir={tmp}", "2 tasks per environment"),
     Rule(r"envsched_lightning\.adapters\.verl_main", None, "verl 0.9 and GPUs; tests/verl/test_verl_fit.py runs it on CPU without Ray"),
     Rule(r"verl_constraints\.txt|^pip install --no-deps -e \.$", None, "in verl's own environment; scripts/verl_check.sh installs this way"),
-    Rule(r"envsched_lightning\.data fetch (all|acebench|tau_bench)", None,
+    Rule(r"envsched_lightning\.data fetch .*\b(all|acebench|tau_bench)\b", None,
          "GitHub archives, unreachable from CI; tests/test_data_fetch.py serves the same archives on 127.0.0.1"),
     Rule(r"envsched_lightning\.data fetch bfcl", "--to {tmp}/data", "the real wheel, into a scratch folder"),
     Rule(r"envsched_lightning\.checkpoints convert", "", "converts the checkpoint `python train.py` wrote",

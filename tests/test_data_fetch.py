@@ -166,3 +166,55 @@ def test_the_official_tau_task_lists_come_from_the_same_archive(tmp_path):
                           str(archive), "--to", str(tmp_path / "root"), "--quiet"], capture_output=True, text=True, cwd=REPO)  # fmt: skip
     assert run.returncode == 1 and "does not hold https://github.com/sierra-research/tau-bench" in run.stderr
     assert not (tmp_path / "root" / "tau_bench_tasks").exists()
+
+
+@pytest.fixture(scope="module")
+def bfcl_v3(tmp_path_factory) -> Path:
+    """BFCL v3 (the paper's), fetched for real from the last wheel that shipped it."""
+    root = tmp_path_factory.mktemp("data_v3")
+    run = subprocess.run([sys.executable, "-m", "envsched_lightning.data", "fetch", "bfcl_v3", "--to", str(root)],
+                         capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert f"bfcl_v3: fetched: {root / 'bfcl_v3'}" in run.stdout
+    return root
+
+
+def test_bfcl_v3_comes_from_its_last_wheel_and_equals_upstreams_last_v3_commit(bfcl_v3):
+    folder = bfcl_v3 / "bfcl_v3"
+    assert "fdb996ac963ed1c6fce1eb4884053aae4a6de282fb931665a46dbeed204a228d" in (folder / "SOURCE.md").read_text()
+    names = {p.relative_to(folder).as_posix() for p in folder.rglob("*.json")}
+    assert {"BFCL_v3_simple.json", "BFCL_v3_multi_turn_base.json", "possible_answer/BFCL_v3_simple.json",
+            "multi_turn_func_doc/vehicle_control.json"} <= names  # fmt: skip
+    if (SHARED / "bfcl_v3").is_dir():  # the kept copy of gorilla at cd9429c: every file it holds, byte for byte
+        kept = [p for p in (SHARED / "bfcl_v3").rglob("*.json")]
+        assert kept and all((folder / p.relative_to(SHARED / "bfcl_v3")).read_bytes() == p.read_bytes() for p in kept)
+
+
+def test_paper_eval_finds_every_suite_in_what_the_data_command_wrote(bfcl_v3, tmp_path, monkeypatch):
+    """`experiment=paper_eval` with nothing but the data root the fetch command writes (ACEBench and tau-bench
+    as their fetches lay them out, here from the verbatim copies; the task lists from the pinned archive)."""
+    from hydra.utils import instantiate
+
+    from tests.run_configs import compose_cfg
+
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "bfcl_v3").symlink_to(bfcl_v3 / "bfcl_v3")
+    if not (SHARED / "acebench").is_dir():
+        pytest.skip(f"benchmark data not found at {SHARED}")
+    for folder in ("acebench", "tau_bench"):
+        (root / folder).symlink_to(SHARED / folder)
+    fetch("tau_bench_tasks", root, archive=REPO / "tests" / "envs" / "data" / "tau_bench_tasks_59a200c6.tar.gz", quiet=True)
+    monkeypatch.setenv("ENVSCHED_DATA", str(root))
+    cfg = compose_cfg("evaluate", "experiment=paper_eval")
+    envs = {name: instantiate(node) for name, node in cfg.env.items()}
+    assert len(envs) == 18 and all(len(env.tasks()) > 0 for env in envs.values())
+    assert {getattr(env, "version", None) for name, env in envs.items() if name.startswith("bfcl_")} == {"v3"}
+
+
+def test_a_missing_bfcl_v3_folder_names_the_command_that_fetches_it(bfcl_v4, monkeypatch):
+    monkeypatch.setenv("ENVSCHED_DATA", str(bfcl_v4))  # v4 only, as `fetch bfcl` leaves it
+    with pytest.raises(ValueError, match=r"fetch bfcl_v3"):
+        make_env("bfcl_simple", version="v3")
+    with pytest.raises(FileNotFoundError, match=r"no BFCL_v3_\*\.json files .*fetch bfcl_v3"):
+        make_env("bfcl_simple", version="v3", data_dir=str(bfcl_v4))  # a root without bfcl_v3/: no raw file error

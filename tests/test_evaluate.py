@@ -280,3 +280,33 @@ def test_split_held_out_refuses_a_run_config_naming_other_code(warm_run, tmp_pat
     with pytest.raises(ValueError, match=r"env\.banking\._target_='os.system': only known environment classes"):
         evaluate(compose_cfg("evaluate", *WORLDS, "split=held_out", f"ckpt_path={run_dir / 'checkpoints' / 'last.ckpt'}",
                              f"output_dir={tmp_path / 'out'}"))  # fmt: skip
+
+
+def test_a_suite_with_episodes_never_played_has_no_score_and_the_run_says_what_to_change():
+    """A prompt too long for max_seq_len scores 0 without the model answering: that is no score of the
+    model's, so its suite shows what was not played and the average leaves it out and says so."""
+    from types import SimpleNamespace
+
+    from envsched_lightning.evaluation import paper_markdown, paper_score, unplayed_tasks
+    from evaluate import not_played_notice
+
+    def episode(env: str, reward: float, reason: str = "") -> SimpleNamespace:
+        return SimpleNamespace(env=env, reward=reward, reason=reason)
+
+    too_long = f"{PROMPT_TOO_LONG}: 1600 tokens, more than max_seq_len - max_new_tokens = 464; scored 0"
+    episodes = [episode("bfcl_simple", 1.0), episode("bfcl_irrelevance", 0.0), episode("tau_retail_test", 0.0, too_long),
+                episode("tau_airline_test", 0.0), episode("acebench_agent_multi_step", 0.5)]  # fmt: skip
+    scores = aggregate((e.env, e.reward) for e in episodes)
+    suites = {"bfcl": "BFCL-v3", "tau_bench": "tau-Bench", "acebench_agent": "ACEBench-Agent"}
+    paper = paper_score(scores, suites, unplayed_tasks(episodes))
+    assert dict(paper.suites) == {"BFCL-v3": 0.5, "tau-Bench": None, "ACEBench-Agent": 0.5}
+    assert paper.not_played == (("tau-Bench", 1, 2),) and not paper.complete and paper.average == 0.5
+    text = paper_markdown(paper, "", [])
+    assert "| tau-Bench | not played: 1 of 2 tasks |" in text
+    assert "| **average** | 50.00 over 2 of 3 suites: not the paper's number |" in text
+    notice = not_played_notice(episodes, 512, 48)
+    assert "1 of 5 tasks not played (tau_retail_test)" in notice and "model.grpo.max_seq_len=1648 plays them all" in notice
+    played = [e for e in episodes if not e.reason]
+    everything = paper_score(aggregate((e.env, e.reward) for e in played), suites, unplayed_tasks(played))
+    assert everything.complete and "| **average** | **33.33** |" in paper_markdown(everything, "", [])
+    assert not_played_notice(played, 512, 48) is None

@@ -1,7 +1,8 @@
 """Where each benchmark's data comes from: pinned versions, where each file lies upstream, checksums.
 
 BFCL comes from the official `bfcl-eval` wheel on PyPI (v4 data under `bfcl_eval/data/`), checked by
-the wheel's sha256. ACEBench and tau-bench come from source archives of pinned upstream commits; a
+the wheel's sha256; BFCL v3 (the paper's) from the last wheel that shipped it, 2025.8.6.2, whose data
+files are those of gorilla's last v3 commit (cd9429c) byte for byte. ACEBench and tau-bench come from source archives of pinned upstream commits; a
 generated archive's bytes are not guaranteed stable, so every file taken from it is checked against
 the sha256 of that file at the pinned commit instead.
 """
@@ -36,6 +37,17 @@ BFCL = Source(
     skip=("bfcl_eval/data/unused_datasets/",),
     wheel="bfcl-eval==2026.3.23",
     wheel_sha256="3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a",
+)
+
+BFCL_V3 = Source(  # the paper's BFCL: the last release whose data is v3 (gorilla commit cd9429c, 2025-08-06)
+    folder="bfcl_v3",
+    repository="https://github.com/ShishirPatil/gorilla (berkeley-function-call-leaderboard), via PyPI bfcl-eval",
+    commit="bfcl-eval 2025.8.6.2",
+    license="Apache-2.0 (the package's metadata: 'Apache 2.0')",
+    members=(("bfcl_eval/data/", ""),),
+    skip=("bfcl_eval/data/unused_datasets/",),
+    wheel="bfcl-eval==2025.8.6.2",
+    wheel_sha256="fdb996ac963ed1c6fce1eb4884053aae4a6de282fb931665a46dbeed204a228d",
 )
 
 ACEBENCH = Source(
@@ -124,4 +136,4 @@ TAU_BENCH_TASKS = Source(  # the official task lists (Python files of literal da
     },
 )
 
-SOURCES: dict[str, Source] = {"bfcl": BFCL, "acebench": ACEBENCH, "tau_bench": TAU_BENCH, "tau_bench_tasks": TAU_BENCH_TASKS}
+SOURCES: dict[str, Source] = {"bfcl": BFCL, "bfcl_v3": BFCL_V3, "acebench": ACEBENCH, "tau_bench": TAU_BENCH, "tau_bench_tasks": TAU_BENCH_TASKS}

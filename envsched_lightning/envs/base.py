@@ -111,6 +111,12 @@ class Episode(ABC):
         """Counters for logging (e.g. invalid calls); empty unless the episode keeps any."""
         return {}
 
+    @property
+    def over(self) -> bool:
+        """True when a tool-call turn ended the episode (a benchmark whose conversation ends at a message,
+        whatever it holds); an answer ends it through `end_turn`."""
+        return False
+
 
 def next_turn(episode: Episode, answer: str) -> tuple[list[dict[str, str]] | None, str | None]:
     """`episode.end_turn(answer)` as chat messages, and why it failed if it raised (the episode then ends)."""
@@ -154,7 +160,7 @@ def play_turn(episode: Episode, task: Task, text: str, turns_played: int,
             return TurnOutcome(parsed, results, answer, None, True, nxt is not None)
         return TurnOutcome(parsed, results, answer, nxt, False, False)
     over = turns_played >= task.max_turns
-    return TurnOutcome(parsed, results, answer, None, over, over)
+    return TurnOutcome(parsed, results, answer, None, over or episode.over, over and not episode.over)
 
 
 INVALID_REWARD = "invalid reward"

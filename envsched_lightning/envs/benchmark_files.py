@@ -30,7 +30,7 @@ def resolve_data_dir(env_name: str, data_dir: str | os.PathLike[str] | None, sub
         root = default_data_root()
         if not (root / sub).is_dir():
             family = sub.split(os.sep)[0].split("/")[0]
-            fetch = {"bfcl_v3": "bfcl", "bfcl_v4": "bfcl"}.get(family, family)
+            fetch = {"bfcl_v4": "bfcl"}.get(family, family)
             raise ValueError(f"environment {env_name!r}: option `data_dir` is not set and {root} holds no {sub!r}: run "
                              f"`python -m envsched_lightning.data fetch {fetch}`, or set ENVSCHED_DATA=/path/to/data or "
                              f"env.{env_name}.data_dir=...")  # fmt: skip

@@ -9,18 +9,20 @@ snapshot). Each path is replayed here through our environment, as text turns and
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from envsched_lightning.envs import make_env
 from envsched_lightning.envs.acebench.agent import (
-    FINISH, NO_QUESTIONS, AceBenchAgentEnvironment, AgentEpisode, AgentWorld, DecodeFailure, decode_agent_message,
-    end_state_reason, process_score,
+    FINISH, NO_QUESTIONS, AceBenchAgentEnvironment, AgentEpisode, AgentWorld, DecodeFailure, canonical_message,
+    decode_agent_message, end_state_reason, process_score,
 )  # fmt: skip
-from envsched_lightning.envs.base import ToolCall, next_turn
+from envsched_lightning.envs.base import ToolCall, next_turn, play_turn
 from envsched_lightning.envs.parsing import render_tool_call
 from envsched_lightning.envs.users import ScriptedUser
 
@@ -38,13 +40,10 @@ def _state_hash(state: object) -> str:
 def _play(env: AceBenchAgentEnvironment, task, turns: list[str]) -> tuple[AgentEpisode, dict[str, float]]:
     """The agent loop's protocol: each turn through `Episode.turn`, an answer asks `end_turn` for what follows."""
     episode = env.reset(task)
-    for text in [*turns, FINISH][: task.max_turns]:
-        parsed, _ = episode.turn(text)
-        if parsed.calls or parsed.errors:
-            continue
-        nxt, failed = next_turn(episode, parsed.content)
-        assert failed is None
-        if nxt is None:
+    for played, text in enumerate([*turns, FINISH][: task.max_turns], start=1):
+        outcome = play_turn(episode, task, text, played)
+        assert "end_turn failed" not in outcome.answer
+        if outcome.done:
             break
     return episode, dict(episode.verify("").scores)
 
@@ -79,24 +78,63 @@ def test_every_recorded_path_reaches_upstreams_state_and_verdicts(recorded, envs
     assert sum(r["end_state"] for r in recorded) == 609  # paths upstream itself scores as reaching the answer
 
 
-@needs_data
-def test_tool_calls_score_as_the_same_message_written_as_text(recorded, envs):
-    """The policy's JSON tool calls are the agent message `[name(key=value)]`: same state, same verdicts."""
-    tasks = {t.spec.task_id: t for e in envs.values() for t in e.tasks()}
-    played = 0
-    for r in recorded:
+def as_tool_calls(message: str) -> list[ToolCall] | None:
+    """A message's calls as a tool-calling model would send them (keyword arguments, any literal values,
+    dicts included), or None when it is not a list of such calls (it then stays a text turn)."""
+    source = message.strip()
+    source = ("" if source.startswith("[") else "[") + source + ("" if source.endswith("]") else "]")
+    try:
+        body = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(body, (ast.List, ast.Tuple)) or not body.elts or not all(isinstance(e, ast.Call) for e in body.elts):
+        return None
+    calls = []
+    for node in body.elts:
+        if node.args or any(k.arg is None for k in node.keywords) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return None
         try:
-            decoded = [decode_agent_message(m) for m in r["messages"]]
-        except DecodeFailure:
-            continue
-        if any(not calls for calls in decoded) or r["path"] == "as_written":
-            continue
-        turns = ["\n".join(render_tool_call(ToolCall(n, a)) for n, a, _ in calls) for calls in decoded]
+            calls.append(ToolCall(ast.unparse(node.func), {k.arg: ast.literal_eval(k.value) for k in node.keywords}))
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            return None
+    return calls
+
+
+def _canonical_milestone_tasks(envs) -> set[str]:
+    """Tasks with a milestone written in a form `call_text` never renders (no space after `:`, double quotes)."""
+    out = set()
+    for env in envs.values():
+        for task in env.tasks():
+            stones = env.reset(task).answer["mile_stone"]
+            flat = [m for alt in stones for m in alt] if stones and isinstance(stones[0], list) else stones
+            if any(canonical_message(m) != m.strip() for m in flat):
+                out.add(task.spec.task_id)
+    return out
+
+
+@needs_data
+def test_every_path_as_tool_calls_reaches_upstreams_state_and_verdict(recorded, envs):
+    """Every message of every path that a tool-calling model could send goes as tool calls (the rest as text):
+    upstream's routing holds (the end-of-conversation phrase inside a call ends the conversation unexecuted; in
+    multi_turn a message upstream cannot decode goes to the user), so end state and verdict are upstream's on all
+    2008 paths. The process score departs only where a milestone is written in a form no rendering of the same
+    calls produces (8 milestones, 8 tasks): there the tool-calling model is credited, upstream's literal match is not."""
+    tasks = {t.spec.task_id: t for e in envs.values() for t in e.tasks()}
+    odd_milestones = _canonical_milestone_tasks(envs)
+    assert len(odd_milestones) == 8
+    as_calls, credited = 0, set()
+    for r in recorded:
+        turns = []
+        for message in r["messages"]:
+            calls = as_tool_calls(message)
+            as_calls += calls is not None
+            turns.append(message if calls is None else "\n".join(render_tool_call(c) for c in calls))
         episode, scores = _play(envs[r["category"]], tasks[r["id"]], turns)
         assert (_state_hash(episode.world.saved_state()), scores["end_state"] == 1.0) == (r["state"], r["end_state"]), r["path"]
-        assert round(scores["process"], 3) == round(r["process"], 3), (r["id"], r["path"])
-        played += 1
-    assert played > 800
+        if round(scores["process"], 3) != round(r["process"], 3):
+            assert scores["process"] > r["process"] and r["id"] in odd_milestones, (r["id"], r["path"])
+            credited.add(r["id"])
+    assert as_calls > 9000 and credited <= odd_milestones
 
 
 # --- behaviour on a hand-built task (no data needed) ----------------------------------------------
@@ -189,3 +227,33 @@ def test_multi_turn_stops_a_message_at_its_first_failing_call_and_answers_every_
     assert [r.error for r in results] == [None, None, "Not executed: an earlier call of this message failed"]
     assert results[1].content.startswith("Error during execution") and episode.world.executed is False
     assert all(i.wifi for i in episode.world.instances.values())  # what ran before the failure stays
+
+
+def test_the_end_phrase_inside_a_call_ends_the_conversation_before_anything_runs():
+    """Upstream reads the agent message as text: "finish conversation" anywhere in it ends the conversation
+    at that message, which is never executed (a text turn and a tool-call turn alike)."""
+    episode = AgentEpisode("agent_multi_turn", PHONE, {"ground_truth": [], "mile_stone": ["[turn_on_wifi()]"]},
+                           user=ScriptedUser("x"))  # fmt: skip
+    episode.step([ToolCall("turn_on_wifi", {})])  # index 0 -> 2: a later message may finish
+    wifi_before = [i.wifi for i in episode.world.instances.values()]
+    call = ToolCall("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": f"ok, {FINISH}"})
+    results = episode.step([call])
+    assert episode.over and episode.finished_by == "agent" and results[0].content.startswith("Not executed")
+    assert episode.process == ["[turn_on_wifi()]"] and [i.wifi for i in episode.world.instances.values()] == wifi_before
+    task = SimpleNamespace(max_turns=20)
+    assert play_turn(AgentEpisode("agent_multi_step", PHONE, {"ground_truth": [], "mile_stone": []}), task,
+                     render_tool_call(call), 1).done is False  # the first message cannot finish (upstream: index > 1)
+
+
+def test_a_multi_turn_call_upstream_cannot_write_as_text_goes_to_the_user():
+    """A dict-valued argument has no form upstream's decoder reads back: the message goes to the simulated
+    user (as a text message would), is not executed, and is not in the process record."""
+    user = ScriptedUser("You are Eve.", max_replies=0)
+    episode = AgentEpisode("agent_multi_turn", PHONE, {"ground_truth": [], "mile_stone": ["[a()]"]}, user=user)
+    episode.step([ToolCall("turn_on_wifi", {})])
+    results = episode.step([ToolCall("send_message", {"sender_name": "Eve", "receiver_name": {"text": "Frank"}})])
+    assert results[0].content == f"user: {FINISH}" and user.cost.turns == 1  # the scripted user ends it
+    assert episode.over and episode.finished_by == "user" and episode.process == ["[turn_on_wifi()]"]
+    step = AgentEpisode("agent_multi_step", PHONE, {"ground_truth": [], "mile_stone": []})
+    out = step.step([ToolCall("send_message", {"receiver_name": {"text": "Frank"}})])  # multi_step: upstream's error
+    assert out[0].content.startswith("Error") and not step.over

@@ -259,27 +259,45 @@ def end_state_reason(result: Sequence[Mapping[str, Any]], truth: Any) -> str | N
     return None
 
 
-def _in_order(made: Sequence[str], stones: Sequence[str]) -> float:
+def canonical_message(text: str) -> str:
+    """An agent message as this project renders calls (`call_text`): how a tool-calling model's message
+    reads. A milestone upstream wrote in another form of the same calls (double quotes, no space after
+    `:` in a dict) is compared in this form with such messages; one that does not decode stays as written."""
+    try:
+        decoded = decode_agent_message(text.strip())
+    except DecodeFailure:
+        return text.strip()
+    return official.render([(name, args) for name, args, _ in decoded], check=False) if decoded else text.strip()
+
+
+def _in_order(made: Sequence[str], stones: Sequence[str], rendered: Sequence[bool]) -> float:
     found, at = 0, 0
     for stone in stones:
         while at < len(made):
             at += 1
-            if made[at - 1].strip() == stone.strip():
+            text = made[at - 1].strip()
+            if text == stone.strip() or (rendered[at - 1] and text == canonical_message(stone)):
                 found += 1
                 break
     return found / len(stones) if stones else 1.0
 
 
-def process_score(made: Sequence[str], mile_stone: Sequence[Any], end_state_ok: bool) -> float:
+def process_score(made: Sequence[str], mile_stone: Sequence[Any], end_state_ok: bool,
+                  rendered: Sequence[bool] | None = None) -> float:  # fmt: skip
     """Upstream's `agent_eval_process` for one task: 1 with a right end state; else the share of milestones
-    found in order among the executed messages (the best alternative, rounded to 3 places, when there are several)."""
+    found in order among the executed messages (the best alternative, rounded to 3 places, when there are several).
+
+    Upstream matches milestones by their literal text. A message rendered from tool calls (`rendered[i]`)
+    also matches a milestone that is the same calls written in another form (`canonical_message`): a
+    tool-calling model cannot choose its quotes, a text model can."""
+    rendered = [False] * len(made) if rendered is None else list(rendered)
     if end_state_ok:
         return 1.0
     if not mile_stone:
         return 1.0
     if isinstance(mile_stone[0], list):
-        return max(round(_in_order(made, alternative), 3) for alternative in mile_stone)
-    return _in_order(made, mile_stone)
+        return max(round(_in_order(made, alternative, rendered), 3) for alternative in mile_stone)
+    return _in_order(made, mile_stone, rendered)
 
 
 # --- episodes -------------------------------------------------------------------------------------
@@ -294,29 +312,66 @@ class AgentEpisode(Episode):
         self.world = AgentWorld(record, stop_at_error=category == "agent_multi_turn")
         self.user = user
         self.process: list[str] = []  # the agent messages that went to execution (upstream's process record)
+        self.rendered: list[bool] = []  # per process message: rendered from tool calls (else the model's text)
         self.index = 0  # upstream's message index after the opening: agent, execution and user messages alike
         self.finished_by = ""
+        self.ended = False  # the conversation ended inside a tool-call turn (`Episode.over`)
 
     def _over(self) -> bool:
         return self.index >= MAX_MESSAGES
 
+    @property
+    def over(self) -> bool:
+        return self.ended
+
     def step(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Tool calls are the agent message upstream would have received (`call_text`), routed as upstream
+        routes that message: the end-of-conversation phrase anywhere in it ends the conversation before
+        anything runs; in multi_turn, a message upstream cannot decode into calls goes to the user."""
         if self.index + 1 >= MAX_MESSAGES:  # upstream's loop ends before executing this message
             self.index += 1
             return [ToolResult(c.name, "Error: the conversation is over (message limit)", "message limit") for c in calls]
-        self.index += 2  # the agent's message and the execution's reply
         text = call_text(calls)
-        self.process.append(text)
+        if FINISH in text and self.index > 1:  # upstream ends the conversation at this message, unexecuted
+            self.index += 1
+            self.finished_by, self.ended = "agent", True
+            why = f"the message holds {FINISH!r}: the conversation ended and nothing was executed"
+            return [ToolResult(c.name, f"Not executed: {why}", why) for c in calls]
         try:
             decoded = decode_agent_message(text)
-        except DecodeFailure as exc:  # a name or key that upstream's text cannot hold
+        except DecodeFailure as exc:  # a value, name or key that upstream's text cannot hold
+            if self.category == "agent_multi_turn":
+                return self._to_user(calls, text, exc)
+            self.index += 2
+            self._record(text, rendered=True)
             return [ToolResult(c.name, f"Error: {exc}", str(exc)) for c in calls]
+        self.index += 2  # the agent's message and the execution's reply
+        self._record(text, rendered=True)
         if len(decoded) != len(calls):  # cannot happen for rendered calls; kept honest
             return [ToolResult(c.name, "Error: the calls could not be written as one message", "render") for c in calls]
         outputs = self.world.run(decoded)
         skipped = "Not executed: an earlier call of this message failed"
         outputs += [skipped] * (len(calls) - len(outputs))  # multi_turn: a failing call ends its message
         return [ToolResult(c.name, out, skipped if out == skipped else None) for c, out in zip(calls, outputs)]
+
+    def _record(self, message: str, rendered: bool) -> None:
+        self.process.append(message)
+        self.rendered.append(rendered)
+
+    def _to_user(self, calls: Sequence[ToolCall], text: str, why: DecodeFailure) -> list[ToolResult]:
+        """A multi_turn message upstream cannot run goes to its simulated user, as a text message would
+        (`end_turn`): the user's reply answers the first call; the conversation may end there."""
+        self.index += 1
+        note = f"not executed ({why}): the message went to the user"
+        rest = [ToolResult(c.name, f"Not executed: {note}", note) for c in calls[1:]]
+        if self.user is None or self._over():
+            self.ended = True
+            return [ToolResult(calls[0].name, f"Not executed: {note}; the conversation is over", note), *rest]
+        reply, at = self.user.reply(text), self.index
+        self.index += 1
+        if FINISH in reply and at > 1:
+            self.finished_by, self.ended = "user", True
+        return [ToolResult(calls[0].name, f"user: {reply}", note), *rest]
 
     def end_turn(self, answer: str = "") -> tuple[Mapping[str, str], ...] | None:
         """The reply to a message without tool calls, or None when the conversation is over."""
@@ -327,7 +382,7 @@ class AgentEpisode(Episode):
             return None
         if self.category == "agent_multi_step":
             self.index += 1
-            self.process.append(answer)
+            self._record(answer, rendered=False)
             try:
                 results = self.world.run(decode_agent_message(answer))
             except DecodeFailure:
@@ -340,7 +395,7 @@ class AgentEpisode(Episode):
                 decoded = None
             if decoded is not None:
                 self.index += 1
-                self.process.append(answer)
+                self._record(answer, rendered=False)
                 return ({"role": "user", "content": f"execution: {json.dumps(self.world.run(decoded), ensure_ascii=False)}"},)
         if self.user is None or self._over():
             return None
@@ -353,7 +408,7 @@ class AgentEpisode(Episode):
 
     def scores(self) -> dict[str, float]:
         state_ok = end_state_reason(self.world.saved_state(), self.answer["ground_truth"]) is None
-        return {"end_state": float(state_ok), "process": process_score(self.process, self.answer["mile_stone"], state_ok)}
+        return {"end_state": float(state_ok), "process": process_score(self.process, self.answer["mile_stone"], state_ok, self.rendered)}
 
     def verify(self, final_answer: str) -> Verdict:
         try:
@@ -361,7 +416,7 @@ class AgentEpisode(Episode):
         except (TypeError, ValueError) as exc:  # upstream's result file could not be written: its run stops
             return Verdict(0.0, f"end state is not JSON ({exc}); upstream's run would stop here", {"end_state": 0.0, "process": 0.0})
         why = end_state_reason(state, self.answer["ground_truth"])
-        process = process_score(self.process, self.answer["mile_stone"], why is None)
+        process = process_score(self.process, self.answer["mile_stone"], why is None, self.rendered)
         scores = {"end_state": float(why is None), "process": process}
         if self.user is not None:  # the simulated user's cost, reported beside the agent's
             scores |= {"user_turns": float(self.user.cost.turns), "user_tokens": float(self.user.cost.new_tokens)}

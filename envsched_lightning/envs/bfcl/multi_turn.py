@@ -398,6 +398,10 @@ class MultiTurnEnvironment(Environment):
         if category not in CATEGORIES:
             raise ValueError(f"unknown BFCL multi-turn category {category!r}; valid: {', '.join(CATEGORIES)}")
         self.category, self.name = category, f"bfcl_multi_turn_{category}"
+        if category != "base" and version == "v3":
+            raise ValueError(f"environment {self.name!r}: multi_turn_{category} exists in BFCL v4 data only, but "
+                             f"`version` 'v3' was asked for: leave `version` auto or v4 (`python -m "
+                             f"envsched_lightning.data fetch bfcl` writes v4 data)")  # fmt: skip
         self.data_dir, self.version = resolve_bfcl_dir(self.name, data_dir, version)
         if category != "base" and self.version != "v4":
             raise ValueError(f"environment {self.name!r}: multi_turn_{category} exists in BFCL v4 data only, but the "

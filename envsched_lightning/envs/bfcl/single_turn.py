@@ -57,12 +57,21 @@ BFCL_VERSIONS = ("v3", "v4")
 V4_FILE_NAMES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript"}
 
 
+FETCH_NAME = {"v3": "bfcl_v3", "v4": "bfcl"}  # `python -m envsched_lightning.data fetch` source per BFCL version
+
+
 def resolve_bfcl_dir(env_name: str, data_dir: str | os.PathLike[str] | None, version: str) -> tuple[Path, str]:
     """(folder of BFCL_<version>_*.json files, version). `auto`: v4 where its folder (or files) exist, else v3."""
     if version not in (*BFCL_VERSIONS, "auto"):
         raise ValueError(f"environment {env_name!r}: version must be one of v3, v4, auto; got {version!r}")
     if version != "auto":
-        return resolve_data_dir(env_name, data_dir, f"bfcl_{version}"), version
+        path = resolve_data_dir(env_name, data_dir, f"bfcl_{version}")
+        if not any(path.glob(f"BFCL_{version}_*.json")):
+            raise FileNotFoundError(f"environment {env_name!r}: no BFCL_{version}_*.json files in {path} (version "
+                                    f"{version}): run `python -m envsched_lightning.data fetch {FETCH_NAME[version]}` "
+                                    f"to put them in bfcl_{version}/ under the data root, or point "
+                                    f"env.{env_name}.data_dir at a folder holding them")  # fmt: skip
+        return path, version
     errors = []
     for candidate in ("v4", "v3"):
         try:
