@@ -48,7 +48,9 @@ from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, T
 from envsched_lightning.envs.parsing import render_assistant_turn
 from envsched_lightning.envs.benchmark_files import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.registry import register_env
-from envsched_lightning.envs.users import UserSettings, UserSimulator
+from envsched_lightning.envs.users import (
+    ACEBENCH_BASE_USER, ACEBENCH_TRAVEL_USER, APISettings, UserPrompt, UserSettings, UserSimulator,
+)  # fmt: skip
 from envsched_lightning.scheduling import TaskSpec
 
 CATEGORIES = ("agent_multi_step", "agent_multi_turn")
@@ -426,6 +428,12 @@ class AgentEpisode(Episode):
         return Verdict(scores[self.reward], reason, scores)
 
 
+def user_prompt(classes: Sequence[str]) -> UserPrompt:
+    """ACEBench's user rules by scenario: the airline's for `Travel` tasks, the phone's otherwise (upstream
+    picks by `BaseApi` / `Travel` among the involved classes)."""
+    return ACEBENCH_TRAVEL_USER if "Travel" in classes and "BaseApi" not in classes else ACEBENCH_BASE_USER
+
+
 def _bracketed(text: str) -> bool:
     """Upstream's multi_turn routing test: a `[` and a later `]` on one line."""
     return any("[" in line and "]" in line[line.index("[") :] for line in text.splitlines())
@@ -434,18 +442,20 @@ def _bracketed(text: str) -> bool:
 class AceBenchAgentEnvironment(Environment):
     """`acebench_agent_multi_step` or `acebench_agent_multi_turn`; `reward`: "end_state" (default) or "process".
 
-    `user`: the simulated user of multi_turn tasks: "scripted" (deterministic) or "model" (a local chat model,
-    `user_model_path`, with its own `user_max_new_tokens`, `user_temperature`, `user_seed`; `envs/users.py`)."""
+    `user`: the simulated user of multi_turn tasks: "scripted" (deterministic), "model" (a local chat model,
+    `user_model_path`, with its own `user_max_new_tokens`, `user_temperature`, `user_seed`) or "api" (an
+    OpenAI-compatible endpoint, `user_api`: base_url, model, key_env, ...; `envs/users.py`)."""
 
     def __init__(self, category: str = "agent_multi_step", data_dir: str | os.PathLike[str] | None = None,
                  reward: str = "end_state", user: str = "scripted", max_turns: int = MAX_AGENT_TURNS,
                  user_model_path: str | None = None, user_max_new_tokens: int = 128, user_temperature: float = 0.0,
-                 user_seed: int = 0) -> None:  # fmt: skip
+                 user_seed: int = 0, user_api: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         if category not in CATEGORIES:
             raise ValueError(f"unknown ACEBench-Agent category {category!r}; valid: {', '.join(CATEGORIES)}")
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}; got {reward!r}")
-        self.user_settings = UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed)
+        self.user_settings = UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed,
+                                          APISettings.of(user_api) if user_api else None)  # fmt: skip
         self.category, self.name, self.reward, self.user, self.max_turns = category, f"acebench_{category}", reward, user, max_turns
         self.data_dir = resolve_data_dir(self.name, data_dir, os.path.join("acebench", "data_en"))
         self.rules = "official"
@@ -484,7 +494,7 @@ class AceBenchAgentEnvironment(Environment):
         )  # fmt: skip
         system = f"{_TRAVEL_PROMPT if 'Travel' in classes else _PHONE_PROMPT} {_ENDING}"
         first = ({"role": "user", "content": record["question"]} if self.category == "agent_multi_step"
-                 else self.user_settings.opening_message(record["question"], FINISH))  # a model user's: made once, when first read
+                 else self.user_settings.opening_message(record["question"], FINISH, user_prompt(classes)))  # a model user's: made once, when first read
         return Task(
             spec=spec, messages=({"role": "system", "content": system}, first),
             ground_truth={"record": record, "answer": answer}, max_turns=self.max_turns,
@@ -497,7 +507,7 @@ class AceBenchAgentEnvironment(Environment):
         return self.user_settings if self.category == "agent_multi_turn" else None
 
     def _user(self, record: Mapping[str, Any]) -> UserSimulator:
-        return self.user_settings.make(record["question"], FINISH)
+        return self.user_settings.make(record["question"], FINISH, user_prompt(record["involved_classes"]))
 
     @cached_property
     def _tasks(self) -> list[Task]:

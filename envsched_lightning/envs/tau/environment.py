@@ -37,7 +37,7 @@ from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, T
 from envsched_lightning.envs.benchmark_files import pattern_features, read_jsonl, resolve_data_dir
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.envs.tau.official_tasks import SPLITS, read_task_module, task_file
-from envsched_lightning.envs.users import UserSettings, UserSimulator
+from envsched_lightning.envs.users import TAU_STOP, TAU_USER, APISettings, UserSettings, UserSimulator
 from envsched_lightning.scheduling import TaskSpec
 
 DOMAINS: dict[str, type[TauDomain]] = {"retail": RetailTools, "airline": AirlineTools}
@@ -47,9 +47,9 @@ READ_ONLY = frozenset({
     "list_all_product_types", "get_reservation_details", "list_all_airports", "search_direct_flight",
     "search_onestop_flight", "calculate", "think", "transfer_to_human_agents",
 })  # fmt: skip
-STOP = "###STOP###"  # upstream's user ends the conversation with it
+STOP = TAU_STOP  # upstream's user ends the conversation with it
 TASK_SETS = ("ours", *sorted({s for splits in SPLITS.values() for s in splits}))
-USERS = ("none", "scripted", "model")
+USERS = ("none", "scripted", "model", "api")
 SYSTEM = ("You are a customer service agent for a {domain} company. Use the tools to look up and change records "
           "as the user asks, then reply to the user with the result.")  # fmt: skip
 
@@ -139,6 +139,7 @@ class TauEnvironment(Environment):
         self, domain: str = "retail", data_dir: str | os.PathLike[str] | None = None, tasks_path: str | None = None,
         rules: str = "official", tasks: str = "ours", user: str | None = None, user_model_path: str | None = None,
         user_max_new_tokens: int = 128, user_temperature: float = 0.0, user_seed: int = 0,
+        user_api: Mapping[str, Any] | None = None,
     ) -> None:  # fmt: skip
         if domain not in DOMAINS:
             raise ValueError(f"unknown tau-bench domain {domain!r}; valid: {', '.join(DOMAINS)}")
@@ -148,7 +149,8 @@ class TauEnvironment(Environment):
         if user not in USERS:
             raise ValueError(f"user must be one of {', '.join(USERS)}; got {user!r}")
         self.user_settings = None if user == "none" else UserSettings(
-            user, user_model_path, user_max_new_tokens, user_temperature, user_seed
+            user, user_model_path, user_max_new_tokens, user_temperature, user_seed,
+            APISettings.of(user_api) if user_api else None,
         )  # how each episode's simulated user is made
         self.rules = check_rules(rules)
         self.domain, self.task_set, self.user = domain, tasks, user
@@ -216,7 +218,7 @@ class TauEnvironment(Environment):
             text=task_text([raw["instruction"]]),
         )  # fmt: skip
         first = ({"role": "user", "content": raw["instruction"]} if self.user_settings is None
-                 else self.user_settings.opening_message(raw["instruction"], STOP))  # fmt: skip
+                 else self.user_settings.opening_message(raw["instruction"], STOP, TAU_USER))  # fmt: skip
         messages = ({"role": "system", "content": SYSTEM.format(domain=self.domain)}, first)
         return Task(spec=spec, messages=messages, ground_truth=raw, max_turns=30)
 
@@ -239,7 +241,7 @@ class TauEnvironment(Environment):
 
     def _user(self, raw: Mapping[str, Any]) -> UserSimulator:
         assert self.user_settings is not None
-        return self.user_settings.make(raw["instruction"], STOP)
+        return self.user_settings.make(raw["instruction"], STOP, TAU_USER)
 
     def reset(self, task: Task) -> Episode:
         user = None if self.user == "none" else self._user(task.ground_truth)
