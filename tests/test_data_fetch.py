@@ -106,15 +106,19 @@ def test_the_default_root_is_found_without_any_path_and_ENVSCHED_DATA_wins(serve
     assert default_data_root() == tmp_path / "elsewhere"
 
 
-@pytest.fixture(scope="module")
-def bfcl_v4(tmp_path_factory) -> Path:
-    """BFCL v4 data, fetched for real from the pinned wheel (the command a user runs)."""
-    root = tmp_path_factory.mktemp("data")
-    run = subprocess.run([sys.executable, "-m", "envsched_lightning.data", "fetch", "bfcl", "--to", str(root)],
+def fetched(source: str, root: Path) -> Path:
+    """`root` after `python -m envsched_lightning.data fetch SOURCE --to root`, for real (the command a user runs)."""
+    run = subprocess.run([sys.executable, "-m", "envsched_lightning.data", "fetch", source, "--to", str(root)],
                          capture_output=True, text=True, cwd=REPO)  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert f"bfcl: fetched: {root / 'bfcl_v4'}" in run.stdout
+    assert f"{source}: fetched: {root / SOURCES[source].folder}" in run.stdout
     return root
+
+
+@pytest.fixture(scope="module")
+def bfcl_v4(tmp_path_factory) -> Path:
+    """BFCL v4 data, fetched for real from the pinned wheel."""
+    return fetched("bfcl", tmp_path_factory.mktemp("data"))
 
 
 def test_bfcl_v4_comes_from_the_pinned_wheel_and_every_category_loads(bfcl_v4):
@@ -171,12 +175,7 @@ def test_the_official_tau_task_lists_come_from_the_same_archive(tmp_path):
 @pytest.fixture(scope="module")
 def bfcl_v3(tmp_path_factory) -> Path:
     """BFCL v3 (the paper's), fetched for real from the last wheel that shipped it."""
-    root = tmp_path_factory.mktemp("data_v3")
-    run = subprocess.run([sys.executable, "-m", "envsched_lightning.data", "fetch", "bfcl_v3", "--to", str(root)],
-                         capture_output=True, text=True, cwd=REPO)  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    assert f"bfcl_v3: fetched: {root / 'bfcl_v3'}" in run.stdout
-    return root
+    return fetched("bfcl_v3", tmp_path_factory.mktemp("data_v3"))
 
 
 def test_bfcl_v3_comes_from_its_last_wheel_and_equals_upstreams_last_v3_commit(bfcl_v3):
