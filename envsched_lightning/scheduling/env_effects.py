@@ -67,8 +67,8 @@ class EnvEffects:
     def observe(self, groups: Sequence[RolloutGroup], history: TaskHistory) -> None:
         """Fold one step's groups in; `history` as it was before this step is recorded."""
         index, mean, std, _ = group_stats(groups)
-        if self.steps != history.step:
-            raise ValueError(f"env effects: {self.steps} updates seen, history has {history.step}")
+        if self.steps != history.step:  # a history advanced or loaded without this estimate: it starts afresh
+            self.restart(history.step)
         now = self._mass[self.steps].copy()
         seen = (history.count[index] > 0) & (history.last_step[index] > self.start)
         if seen.any():

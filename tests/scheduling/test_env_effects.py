@@ -62,6 +62,9 @@ def test_state_round_trips_and_a_bad_one_is_refused():
     other.load_state_dict(effects.state_dict())
     np.testing.assert_array_equal(other.effects()[1], effects.effects()[1])
     assert other.steps == history.step  # the next step folds in where the run left off
+    history.record([RolloutGroup(0, (0.0, 1.0))])  # the history moved on without the estimate: it starts afresh
+    other.observe([RolloutGroup(1, (0.0, 1.0))], history)
+    assert other.start == other.steps - 1 == history.step and other.n.sum() == 0
     state = effects.state_dict()
     state["xty"] = state["xty"][:1]
     with pytest.raises(ValueError, match="env_effects.xty"):
