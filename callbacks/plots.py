@@ -34,10 +34,7 @@ def heatmap_figure(counts: np.ndarray, env_names: Sequence[str], first_step: int
 
 def save_heatmap(counts: np.ndarray, env_names: Sequence[str], path: Path, first_step: int = 0, *,
                  scheduler: str | None = None, run: str | None = None) -> Path:  # fmt: skip
-    fig = heatmap_figure(counts, env_names, first_step, scheduler=scheduler, run=run)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    return path
+    return _save(heatmap_figure(counts, env_names, first_step, scheduler=scheduler, run=run), path)
 
 
 def env_effects_figure(effect: np.ndarray, t: np.ndarray, env_names: Sequence[str], critical_t: float, *,
@@ -72,7 +69,10 @@ def env_effects_figure(effect: np.ndarray, t: np.ndarray, env_names: Sequence[st
 
 def save_env_effects(effect: np.ndarray, t: np.ndarray, env_names: Sequence[str], critical_t: float, path: Path, *,
                      scheduler: str | None = None, run: str | None = None, step: int | None = None) -> Path:  # fmt: skip
-    fig = env_effects_figure(effect, t, env_names, critical_t, scheduler=scheduler, run=run, step=step)
+    return _save(env_effects_figure(effect, t, env_names, critical_t, scheduler=scheduler, run=run, step=step), path)
+
+
+def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     return path

@@ -178,14 +178,15 @@ class SchedulingLoggerCallback(Callback):
 
     def _env_effects(self, trainer: Trainer) -> Path | None:
         """The scheduler's environment x environment effect estimate as PNG + JSON, if it keeps one."""
-        estimator = getattr(datamodule_of(trainer).scheduler, "env_effects", None)
+        scheduler = datamodule_of(trainer).scheduler
+        estimator = getattr(scheduler, "env_effects", None)
         if estimator is None:
             return None
         effect, t = estimator.effects()
         crit = estimator.critical_t()
         out = self.run_dir(trainer)
         step = int(estimator.steps)
-        names = list(datamodule_of(trainer).scheduler.env_names)
+        names = list(scheduler.env_names)
         record = {"step": step, "env_names": names, "critical_t": crit, "effect": _nulls(effect), "t": _nulls(t),
                   "re_picks": estimator.n.tolist(), "env_factor": estimator.env_factor().tolist()}  # fmt: skip
         (out / "sched_env_effects.json").write_text(json.dumps(record, indent=1) + "\n")

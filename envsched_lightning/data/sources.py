@@ -9,7 +9,7 @@ the sha256 of that file at the pinned commit instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,10 @@ BFCL = Source(
     wheel_sha256="3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a",
 )
 
-BFCL_V3 = Source(  # the paper's BFCL: the last release whose data is v3 (gorilla commit cd9429c, 2025-08-06)
+BFCL_V3 = replace(  # the paper's BFCL: the same package's last release whose data is v3 (gorilla cd9429c, 2025-08-06)
+    BFCL,
     folder="bfcl_v3",
-    repository="https://github.com/ShishirPatil/gorilla (berkeley-function-call-leaderboard), via PyPI bfcl-eval",
     commit="bfcl-eval 2025.8.6.2",
-    license="Apache-2.0 (the package's metadata: 'Apache 2.0')",
-    members=(("bfcl_eval/data/", ""),),
-    skip=("bfcl_eval/data/unused_datasets/",),
     wheel="bfcl-eval==2025.8.6.2",
     wheel_sha256="fdb996ac963ed1c6fce1eb4884053aae4a6de282fb931665a46dbeed204a228d",
 )
@@ -137,3 +134,8 @@ TAU_BENCH_TASKS = Source(  # the official task lists (Python files of literal da
 )
 
 SOURCES: dict[str, Source] = {"bfcl": BFCL, "bfcl_v3": BFCL_V3, "acebench": ACEBENCH, "tau_bench": TAU_BENCH, "tau_bench_tasks": TAU_BENCH_TASKS}
+
+
+def source_for(folder: str) -> str:
+    """The `fetch` source that writes `folder` under the data root (the folder's own name if none does)."""
+    return next((name for name, source in SOURCES.items() if source.folder == folder), folder)

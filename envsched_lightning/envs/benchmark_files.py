@@ -25,12 +25,11 @@ def resolve_data_dir(env_name: str, data_dir: str | os.PathLike[str] | None, sub
     instead of deep inside a rollout.
     """
     if data_dir in (None, "", "None", "null"):
-        from envsched_lightning.data import default_data_root
+        from envsched_lightning.data import default_data_root, source_for
 
         root = default_data_root()
         if not (root / sub).is_dir():
-            family = sub.split(os.sep)[0].split("/")[0]
-            fetch = {"bfcl_v4": "bfcl"}.get(family, family)
+            fetch = source_for(sub.split(os.sep)[0].split("/")[0])
             raise ValueError(f"environment {env_name!r}: option `data_dir` is not set and {root} holds no {sub!r}: run "
                              f"`python -m envsched_lightning.data fetch {fetch}`, or set ENVSCHED_DATA=/path/to/data or "
                              f"env.{env_name}.data_dir=...")  # fmt: skip

@@ -387,9 +387,11 @@ class UserSettings:
     max_new_tokens: int = 128
     temperature: float = 0.0
     seed: int = 0
-    api: APISettings | None = None
+    api: APISettings | Mapping[str, Any] | None = None  # `user_api` as configured: checked into APISettings here
 
     def __post_init__(self) -> None:
+        if isinstance(self.api, Mapping):
+            object.__setattr__(self, "api", APISettings.of(self.api) if self.api else None)
         if self.kind not in USER_KINDS:
             raise ValueError(f"user must be one of {', '.join(USER_KINDS)}; got {self.kind!r}")
         if self.kind == "model" and not self.model_path:

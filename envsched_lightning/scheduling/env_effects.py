@@ -77,10 +77,12 @@ class EnvEffects:
                                  np.full(i.size, history.step), np.ones(i.size)])  # fmt: skip
             y = mean[seen] - history.last_mean[i]
             f = self.env_ids[i]
-            np.add.at(self.xtx, f, x[:, :, None] * x[:, None, :])
-            np.add.at(self.xty, f, x * y[:, None])
-            np.add.at(self.yty, f, y * y)
-            np.add.at(self.n, f, 1.0)
+            for g in np.unique(f):  # one product per observed environment (np.add.at over [B, D, D] is ~40x slower)
+                rows = f == g
+                self.xtx[g] += x[rows].T @ x[rows]
+                self.xty[g] += x[rows].T @ y[rows]
+            self.yty += np.bincount(f, weights=y * y, minlength=self.num_envs)
+            self.n += np.bincount(f, minlength=self.num_envs)
         trained = np.bincount(self.env_ids[index[std >= ZERO_STD_EPS]], minlength=self.num_envs)
         if self.steps + 1 >= self._mass.shape[0]:  # amortised growth: doubling
             self._mass = np.vstack([self._mass, np.zeros_like(self._mass)])

@@ -117,14 +117,17 @@ class ProgressTracker(TaskSums):
     def null_share(self, t: np.ndarray | None = None) -> float:
         """Estimated share of flat tasks among those with enough picks and varied rewards (`null_share`
         of their trend statistics)."""
-        ready = (self.n >= self.min_picks) & (self.noise / np.maximum(self.n, 1.0) > 1e-3)
-        return null_share((self.slope_t() if t is None else t)[ready])  # `t`: `slope_t()` when the caller has it
+        return null_share((self.slope_t() if t is None else t)[self._ready()])  # `t`: `slope_t()` when the caller has it
+
+    def _ready(self) -> np.ndarray:
+        """bool[N]: tasks whose trend is judged (enough picks, and rewards that varied)."""
+        return (self.n >= self.min_picks) & (self.noise / np.maximum(self.n, 1.0) > 1e-3)
 
     def excess_share(self, t: np.ndarray) -> np.ndarray:
         """float[N]: per task, how far its environment's share of flat tasks exceeds the least flat
         environment's (among those with `MIN_READY` judged tasks), as a share of what is left above
         it: 0 where every environment learns alike, however slowly."""
-        ready = (self.n >= self.min_picks) & (self.noise / np.maximum(self.n, 1.0) > 1e-3)
+        ready = self._ready()
         num_envs = int(self.env_ids.max()) + 1 if self.env_ids.size else 0
         counts = np.bincount(self.env_ids[ready], minlength=num_envs)
         flat = np.bincount(self.env_ids[ready & (t <= 1.0)], minlength=num_envs)

@@ -49,7 +49,7 @@ from envsched_lightning.envs.parsing import render_assistant_turn
 from envsched_lightning.envs.benchmark_files import field_types, pattern_features, read_jsonl, resolve_data_dir, to_tool_schema
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.envs.users import (
-    ACEBENCH_BASE_USER, ACEBENCH_TRAVEL_USER, APISettings, UserPrompt, UserSettings, UserSimulator,
+    ACEBENCH_BASE_USER, ACEBENCH_TRAVEL_USER, UserPrompt, UserSettings, UserSimulator,
 )  # fmt: skip
 from envsched_lightning.scheduling import TaskSpec
 
@@ -275,10 +275,11 @@ def canonical_message(text: str) -> str:
 def _in_order(made: Sequence[str], stones: Sequence[str], rendered: Sequence[bool]) -> float:
     found, at = 0, 0
     for stone in stones:
+        literal, canonical = stone.strip(), canonical_message(stone) if any(rendered) else None
         while at < len(made):
             at += 1
             text = made[at - 1].strip()
-            if text == stone.strip() or (rendered[at - 1] and text == canonical_message(stone)):
+            if text == literal or (rendered[at - 1] and text == canonical):
                 found += 1
                 break
     return found / len(stones) if stones else 1.0
@@ -366,14 +367,21 @@ class AgentEpisode(Episode):
         self.index += 1
         note = f"not executed ({why}): the message went to the user"
         rest = [ToolResult(c.name, f"Not executed: {note}", note) for c in calls[1:]]
+        reply, self.ended = self._ask_user(text)
+        content = f"user: {reply}" if reply is not None else f"Not executed: {note}; the conversation is over"
+        return [ToolResult(calls[0].name, content, note), *rest]
+
+    def _ask_user(self, message: str) -> tuple[str | None, bool]:
+        """(the user's reply to an agent message that did not go to execution, whether the conversation ended):
+        no reply when there is no user or the message limit is reached; the user's stop phrase ends it too."""
         if self.user is None or self._over():
-            self.ended = True
-            return [ToolResult(calls[0].name, f"Not executed: {note}; the conversation is over", note), *rest]
-        reply, at = self.user.reply(text), self.index
+            return None, True
+        reply, at = self.user.reply(message), self.index
         self.index += 1
         if FINISH in reply and at > 1:
-            self.finished_by, self.ended = "user", True
-        return [ToolResult(calls[0].name, f"user: {reply}", note), *rest]
+            self.finished_by = "user"
+            return reply, True
+        return reply, False
 
     def end_turn(self, answer: str = "") -> tuple[Mapping[str, str], ...] | None:
         """The reply to a message without tool calls, or None when the conversation is over."""
@@ -399,14 +407,8 @@ class AgentEpisode(Episode):
                 self.index += 1
                 self._record(answer, rendered=False)
                 return ({"role": "user", "content": f"execution: {json.dumps(self.world.run(decoded), ensure_ascii=False)}"},)
-        if self.user is None or self._over():
-            return None
-        reply, at = self.user.reply(answer), self.index
-        self.index += 1
-        if FINISH in reply and at > 1:
-            self.finished_by = "user"
-            return None
-        return ({"role": "user", "content": reply},)
+        reply, ended = self._ask_user(answer)
+        return None if ended else ({"role": "user", "content": reply},)
 
     def scores(self) -> dict[str, float]:
         state_ok = end_state_reason(self.world.saved_state(), self.answer["ground_truth"]) is None
@@ -454,8 +456,7 @@ class AceBenchAgentEnvironment(Environment):
             raise ValueError(f"unknown ACEBench-Agent category {category!r}; valid: {', '.join(CATEGORIES)}")
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}; got {reward!r}")
-        self.user_settings = UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed,
-                                          APISettings.of(user_api) if user_api else None)  # fmt: skip
+        self.user_settings = UserSettings(user, user_model_path, user_max_new_tokens, user_temperature, user_seed, user_api)
         self.category, self.name, self.reward, self.user, self.max_turns = category, f"acebench_{category}", reward, user, max_turns
         self.data_dir = resolve_data_dir(self.name, data_dir, os.path.join("acebench", "data_en"))
         self.rules = "official"

@@ -57,9 +57,6 @@ BFCL_VERSIONS = ("v3", "v4")
 V4_FILE_NAMES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript"}
 
 
-FETCH_NAME = {"v3": "bfcl_v3", "v4": "bfcl"}  # `python -m envsched_lightning.data fetch` source per BFCL version
-
-
 def resolve_bfcl_dir(env_name: str, data_dir: str | os.PathLike[str] | None, version: str) -> tuple[Path, str]:
     """(folder of BFCL_<version>_*.json files, version). `auto`: v4 where its folder (or files) exist, else v3."""
     if version not in (*BFCL_VERSIONS, "auto"):
@@ -67,8 +64,10 @@ def resolve_bfcl_dir(env_name: str, data_dir: str | os.PathLike[str] | None, ver
     if version != "auto":
         path = resolve_data_dir(env_name, data_dir, f"bfcl_{version}")
         if not any(path.glob(f"BFCL_{version}_*.json")):
+            from envsched_lightning.data import source_for
+
             raise FileNotFoundError(f"environment {env_name!r}: no BFCL_{version}_*.json files in {path} (version "
-                                    f"{version}): run `python -m envsched_lightning.data fetch {FETCH_NAME[version]}` "
+                                    f"{version}): run `python -m envsched_lightning.data fetch {source_for(f'bfcl_{version}')}` "
                                     f"to put them in bfcl_{version}/ under the data root, or point "
                                     f"env.{env_name}.data_dir at a folder holding them")  # fmt: skip
         return path, version

@@ -37,7 +37,7 @@ from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, T
 from envsched_lightning.envs.benchmark_files import pattern_features, read_jsonl, resolve_data_dir
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.envs.tau.official_tasks import SPLITS, read_task_module, task_file
-from envsched_lightning.envs.users import TAU_STOP, TAU_USER, APISettings, UserSettings, UserSimulator
+from envsched_lightning.envs.users import TAU_STOP, TAU_USER, UserSettings, UserSimulator
 from envsched_lightning.scheduling import TaskSpec
 
 DOMAINS: dict[str, type[TauDomain]] = {"retail": RetailTools, "airline": AirlineTools}
@@ -149,8 +149,7 @@ class TauEnvironment(Environment):
         if user not in USERS:
             raise ValueError(f"user must be one of {', '.join(USERS)}; got {user!r}")
         self.user_settings = None if user == "none" else UserSettings(
-            user, user_model_path, user_max_new_tokens, user_temperature, user_seed,
-            APISettings.of(user_api) if user_api else None,
+            user, user_model_path, user_max_new_tokens, user_temperature, user_seed, user_api,
         )  # how each episode's simulated user is made
         self.rules = check_rules(rules)
         self.domain, self.task_set, self.user = domain, tasks, user
