@@ -118,10 +118,15 @@ class Episode(ABC):
         return False
 
 
-def next_turn(episode: Episode, answer: str) -> tuple[list[dict[str, str]] | None, str | None]:
-    """`episode.end_turn(answer)` as chat messages, and why it failed if it raised (the episode then ends)."""
+def next_turn(episode: Episode, answer: str, time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT,
+              ) -> tuple[list[dict[str, str]] | None, str | None]:  # fmt: skip
+    """`episode.end_turn(answer)` as chat messages, and why it failed if it raised or ran past `time_limit` (the
+    episode then ends). The limit is the tools' (an answer may be decoded and executed); a simulated user's reply is
+    not counted (`time_limit_paused`)."""
     try:
-        nxt = episode.end_turn(answer)
+        nxt = call_with_time_limit(lambda: episode.end_turn(answer), time_limit)
+    except ToolTimeout as exc:
+        return None, f"end_turn failed: {exc}"
     except Exception as exc:  # noqa: BLE001 - a broken task ends its episode, not the batch
         return None, f"end_turn failed: {type(exc).__name__}: {str(exc)[:120]}"
     return ([{"role": str(m["role"]), "content": str(m["content"])} for m in nxt] if nxt else None), None
@@ -153,7 +158,7 @@ def play_turn(episode: Episode, task: Task, text: str, turns_played: int,
     parsed, results = episode.turn(text, parse, time_limit)
     answer = parsed.content
     if not parsed.calls and not parsed.errors:
-        nxt, failed = next_turn(episode, answer)
+        nxt, failed = next_turn(episode, answer, time_limit)
         if failed:  # a broken task ends its episode
             answer = f"{answer}\n[{failed}]"
         if nxt is None or turns_played >= task.max_turns:
@@ -167,11 +172,15 @@ INVALID_REWARD = "invalid reward"
 """Prefix of a verdict's reason when the verifier raised or gave a reward outside [0, 1] (scored 0)."""
 
 
-def checked_verdict(episode: Episode, final_answer: str) -> Verdict:
-    """`episode.verify(final_answer)`, with a reward that is a finite number in [0, 1] or else 0 and why."""
+def checked_verdict(episode: Episode, final_answer: str, time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT) -> Verdict:
+    """`episode.verify(final_answer)`, with a reward that is a finite number in [0, 1] or else 0 and why.
+
+    The verifier runs under the tools' time limit: one that runs past it scores 0 with the reason."""
     try:
-        verdict = episode.verify(final_answer)
+        verdict = call_with_time_limit(lambda: episode.verify(final_answer), time_limit)
         reward = float(verdict.reward)
+    except ToolTimeout as exc:
+        return Verdict(0.0, f"{INVALID_REWARD}: verifier {exc}")
     except Exception as exc:  # noqa: BLE001 - a verifier bug costs this episode its reward, not the run
         return Verdict(0.0, f"{INVALID_REWARD}: verifier raised {type(exc).__name__}: {str(exc)[:200]}")
     if not math.isfinite(reward) or not 0.0 <= reward <= 1.0:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -31,31 +33,74 @@ def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
 
 
+class _Deadline:
+    """One running limit of one thread: a watchdog timer that can be stopped and restarted with the time left."""
+
+    def __init__(self, thread_id: int, seconds: float) -> None:
+        self.thread_id, self.left = thread_id, seconds
+        self.lock = threading.Lock()
+        self.running, self.fired = True, False
+        self.started = 0.0
+        self.timer: threading.Timer | None = None
+
+    def arm(self) -> None:
+        self.started = time.monotonic()
+        self.timer = threading.Timer(max(self.left, 0.0), self._expire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.left -= time.monotonic() - self.started
+
+    def _expire(self) -> None:
+        with self.lock:
+            if self.running:
+                self.fired = True
+                _raise_in(self.thread_id, ToolTimeout)
+
+    def finish(self) -> None:
+        with self.lock:
+            self.running = False
+            if self.fired:
+                _raise_in(self.thread_id, None)  # clear it if it has not been raised yet
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+_active = threading.local()  # .deadlines: this thread's running limits, innermost last
+
+
+@contextmanager
+def time_limit_paused() -> Iterator[None]:
+    """Time spent in the block does not count against the calling thread's limits.
+
+    A simulated user's reply (a local model or an API server, with its own timeout) is waited for inside
+    `end_turn`; the limit is on the episode's own code, not on that wait."""
+    deadlines = list(getattr(_active, "deadlines", ()))
+    for d in deadlines:
+        d.disarm()
+    try:
+        yield
+    finally:
+        for d in deadlines:
+            d.arm()
+
+
 def call_with_time_limit(fn: Callable[[], T], seconds: float | None) -> T:
-    """`fn()`, or `ToolTimeout` once it has run `seconds` (None or <= 0: no limit)."""
+    """`fn()`, or `ToolTimeout` once it has run `seconds` (None or <= 0: no limit; time in `time_limit_paused` not counted)."""
     if seconds is None or seconds <= 0:
         return fn()
-    tid = threading.get_ident()
-    lock = threading.Lock()
-    state = {"running": True, "fired": False}
-
-    def expire() -> None:
-        with lock:
-            if state["running"]:
-                state["fired"] = True
-                _raise_in(tid, ToolTimeout)
-
-    watchdog = threading.Timer(seconds, expire)
-    watchdog.daemon = True
-    watchdog.start()
+    deadline = _Deadline(threading.get_ident(), seconds)
+    stack = _active.__dict__.setdefault("deadlines", [])
+    stack.append(deadline)
+    deadline.arm()
     try:
         try:
             return fn()
         finally:
-            with lock:
-                state["running"] = False
-                if state["fired"]:
-                    _raise_in(tid, None)  # clear it if it has not been raised yet
-            watchdog.cancel()
+            deadline.finish()
+            stack.remove(deadline)
     except ToolTimeout:
-        raise ToolTimeout(f"tool call ran past its time limit of {seconds:g} s") from None
+        raise ToolTimeout(f"ran past its time limit of {seconds:g} s") from None

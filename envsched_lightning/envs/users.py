@@ -36,6 +36,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from .time_limit import time_limit_paused
+
 FINISH = "finish conversation"
 TAU_STOP = "###STOP###"
 USER_KINDS = ("scripted", "model", "api")
@@ -319,9 +321,14 @@ class ModelUser:
         return [{"role": "system", "content": self.prompt.system(self.instruction, self.finish)},
                 {"role": "user", "content": self.prompt.opening}]  # fmt: skip
 
+    def _chat(self, messages: list[dict[str, str]]) -> tuple[str, int, int]:
+        """The model's next message; its wait does not count against the episode's time limit (it has its own)."""
+        with time_limit_paused():
+            return self.model.chat(messages)
+
     def opening(self) -> str:
         try:
-            text, _, _ = self.model.chat(self._start())
+            text, _, _ = self._chat(self._start())
         except UserUnavailable:  # the task keeps a first message: the instruction in the first person
             return first_person(self.instruction)
         return text or first_person(self.instruction)  # an empty first line would leave the agent nothing
@@ -335,13 +342,14 @@ class ModelUser:
 
     def reply(self, agent_message: str) -> str:
         if not self.history:
-            opening = self._opening if isinstance(self._opening, str) else self._opening["content"]
+            with time_limit_paused():  # an `OpeningMessage` asks the model now
+                opening = self._opening if isinstance(self._opening, str) else self._opening["content"]
             self.history = [*self._start(), {"role": "assistant", "content": opening}]
         if self.max_turns is not None and self.cost.turns >= self.max_turns:
             self.cost.turns += 1
             return self.finish  # the episode's user-turn limit
         self.history.append({"role": "user", "content": agent_message})
-        text, prompt, new = self.model.chat(self.history)  # UserUnavailable ends the episode, its reason recorded
+        text, prompt, new = self._chat(self.history)  # UserUnavailable ends the episode, its reason recorded
         self.history.append({"role": "assistant", "content": text})
         self.cost.turns += 1
         self.cost.prompt_tokens += prompt

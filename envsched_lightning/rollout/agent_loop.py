@@ -178,11 +178,11 @@ def rollout_episodes(
         completions = generate(active, [running[i].token_ids for i in active])
         for i, completion in zip(active, completions, strict=True):
             _advance(running[i], completion, renderer, budget, tool_time_limit)
-    return RolloutBatch([_finish(ep) for ep in running], group_size)
+    return RolloutBatch([_finish(ep, tool_time_limit) for ep in running], group_size)
 
 
-def _finish(ep: _Running) -> EpisodeRecord:
-    verdict = Verdict(0.0, ep.unplayable) if ep.unplayable else checked_verdict(ep.episode, ep.final_answer)
+def _finish(ep: _Running, tool_time_limit: float | None) -> EpisodeRecord:
+    verdict = Verdict(0.0, ep.unplayable) if ep.unplayable else checked_verdict(ep.episode, ep.final_answer, tool_time_limit)
     if ep.cut:  # the verifier's reward stands; the record says why the episode stopped early
         verdict = Verdict(verdict.reward, f"{verdict.reason} [{ep.cut}]", verdict.scores)
     return EpisodeRecord(

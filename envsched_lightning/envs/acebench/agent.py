@@ -126,9 +126,9 @@ def decode_agent_message(text: str) -> list[tuple[str, dict[Any, Any], str | Non
             nodes = list(body.elts)  # type: ignore[arg-type]
         else:
             nodes = []
-        calls = []
+        calls, budget = [], official.DecodeBudget()  # one size budget for the whole message
         for node in nodes:
-            ((name, args),) = official._call(node, agent=True).items()  # type: ignore[arg-type]
+            ((name, args),) = official._call(node, agent=True, budget=budget).items()  # type: ignore[arg-type]
             nested = any([_check_renderable(v) for v in args.values()])  # every value checked, as upstream renders all
             calls.append((name, args, "an argument is a call, which is not evaluated here" if nested else None))
         return calls

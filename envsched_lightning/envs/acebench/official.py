@@ -34,10 +34,43 @@ _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, 
           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}  # fmt: skip
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
 _MAX_BITS, _MAX_LEN = 100_000, 100_000  # D6 bounds: upstream's eval would hang or exhaust memory beyond them
+MAX_DECODED_SIZE = 100_000
+"""Elements one decoded output may hold (list/tuple/dict items and string characters, counted through nesting and
+repetition): `[[0]*100]*100` is 10,100 however its lists share references, since checkers and renderers walk it as a tree."""
 
 
 class DecodeError(ValueError):
     """The output is not a list of calls upstream's decoder accepts."""
+
+
+class DecodeBudget:
+    """What is left of `MAX_DECODED_SIZE` for one output: every decoded value spends its expanded size before it is built."""
+
+    def __init__(self, limit: int = MAX_DECODED_SIZE) -> None:
+        self.limit, self.left = limit, limit
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise DecodeError(f"decoded value too large: more than {self.limit:,} elements through nesting and repetition")
+
+
+def expanded_size(value: Any, memo: dict[int, int] | None = None) -> int:
+    """Elements of `value` walked as a tree (a string counts its characters), computed once per shared object."""
+    memo = {} if memo is None else memo
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if isinstance(value, str):
+        size = max(1, len(value))
+    elif isinstance(value, (list, tuple)):
+        size = 1 + sum(expanded_size(v, memo) for v in value)
+    elif isinstance(value, dict):
+        size = 1 + sum(expanded_size(k, memo) + expanded_size(v, memo) for k, v in value.items())
+    else:
+        size = 1
+    memo[key] = size
+    return size
 
 
 def standardize(text: str) -> str:
@@ -86,11 +119,11 @@ def decode(text: str, multi_turn: bool) -> list[Call]:
         body = ast.parse(source, mode="eval").body
         if not isinstance(body, (ast.List, ast.Tuple, ast.Set)):  # upstream reads `body.elts`
             raise DecodeError(f"expected a list of calls, got {type(body).__name__}")
-        calls = []
+        calls, budget = [], DecodeBudget()
         for node in body.elts:
             if not isinstance(node, ast.Call):
                 raise DecodeError(f"list item is a {type(node).__name__}, not a call")
-            ((name, args),) = _call(node).items()
+            ((name, args),) = _call(node, budget=budget).items()
             calls.append((name, args))
         return calls
     except DecodeError:
@@ -109,55 +142,78 @@ def _dotted(func: ast.expr) -> str:
     return ".".join(reversed(parts))  # a base that is neither (`f()(x=1)`) contributes nothing
 
 
-def _call(node: ast.Call, agent: bool = False) -> dict[str, dict[Any, Any]]:
+def _call(node: ast.Call, agent: bool = False, budget: DecodeBudget | None = None) -> dict[str, dict[Any, Any]]:
+    """One call's {dotted name: keyword arguments}; `budget` is shared by every call of one output."""
+    budget = DecodeBudget() if budget is None else budget
     args: dict[Any, Any] = {}
+    budget.spend(len(node.keywords))
     for keyword in node.keywords:  # D3: positional arguments are ignored; a repeated keyword: the last wins
-        args[keyword.arg] = _value(keyword.value, agent)  # `**x` gives key None (then fails as an unexpected param)
+        args[keyword.arg] = _value(keyword.value, agent, budget)  # `**x` gives key None (then fails as an unexpected param)
     return {_dotted(node.func): args}
 
 
-def _value(node: ast.AST, agent: bool = False) -> Any:
+def _value(node: ast.AST, agent: bool, budget: DecodeBudget) -> Any:
     """A decoded value. `agent`: the agent categories' decoder, which keeps a call without keywords as its source text."""
     if isinstance(node, ast.Constant):
+        budget.spend(len(node.value) if isinstance(node.value, str) else 1)
         return "..." if node.value is Ellipsis else node.value
     if isinstance(node, ast.UnaryOp):
         # D5: every unary operator negates a constant operand (`+5` -> -5, `not True` -> -1).
         if not isinstance(node.operand, ast.Constant):
             raise DecodeError("unary operator on a non-constant")
         return -node.operand.value
-    if isinstance(node, ast.List):
-        return [_value(e, agent) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_value(e, agent) for e in node.elts)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        budget.spend(len(node.elts))
+        items = [_value(e, agent, budget) for e in node.elts]
+        return items if isinstance(node, ast.List) else tuple(items)
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise DecodeError("`**` in a dict")
-        return {_value(k, agent): _value(v, agent) for k, v in zip(node.keys, node.values)}
+        budget.spend(len(node.keys))
+        return {_value(k, agent, budget): _value(v, agent, budget) for k, v in zip(node.keys, node.values)}
     if isinstance(node, ast.BinOp):
-        return _arith(node)
+        return _arith(node, budget)
     if isinstance(node, ast.Name):
         return node.id  # D4: a bare name is its own text (`true` -> "true")
     if isinstance(node, ast.Call):
-        return ast.unparse(node) if agent and not node.keywords else _call(node, agent)
+        if agent and not node.keywords:
+            text = ast.unparse(node)
+            budget.spend(len(text))
+            return text
+        return _call(node, agent, budget)
     if isinstance(node, ast.Subscript):
         return f"{ast.unparse(node.value)}[{ast.unparse(node.slice)}]"  # D7: kept as source text
     raise DecodeError(f"unsupported {type(node).__name__}")  # D7: lambdas too (upstream's lambda branch always raises)
 
 
-def _arith(node: ast.AST) -> Any:
+def _arith(node: ast.AST, budget: DecodeBudget) -> Any:
     """D6: upstream `eval`s a BinOp's source; we compute it when it is arithmetic on literals only."""
     if isinstance(node, ast.Constant) and node.value is not Ellipsis:
+        budget.spend(len(node.value) if isinstance(node.value, str) else 1)
         return node.value
     if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_arith(e) for e in node.elts]
+        budget.spend(len(node.elts))
+        items = [_arith(e, budget) for e in node.elts]
         return items if isinstance(node, ast.List) else tuple(items)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:  # inside eval, real Python semantics
-        return _UNARY[type(node.op)](_arith(node.operand))
+        return _UNARY[type(node.op)](_arith(node.operand, budget))
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
-        left, right = _arith(node.left), _arith(node.right)
+        left, right = _arith(node.left, budget), _arith(node.right, budget)
         _bounded(node.op, left, right)
+        budget.spend(_result_size(node.op, left, right))  # before the product exists
         return _ARITH[type(node.op)](left, right)
     raise DecodeError(f"{ast.unparse(node)[:60]!r} is not literal arithmetic (upstream would eval it)")
+
+
+def _result_size(op: ast.operator, left: Any, right: Any) -> int:
+    """The expanded size of a sequence that `left op right` builds (repetition multiplies shared items), else 0."""
+    if isinstance(op, ast.Mult):
+        seq, n = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
+        if isinstance(seq, (str, list, tuple)) and isinstance(n, int):
+            return max(n, 0) * expanded_size(seq)
+    if isinstance(op, ast.Add) and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+        return expanded_size(left) + expanded_size(right)
+    return 0
 
 
 def _bounded(op: ast.operator, left: Any, right: Any) -> None:
