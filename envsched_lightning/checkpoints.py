@@ -20,6 +20,7 @@ import argparse
 import os
 import re
 import shutil
+import zipfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -57,21 +58,101 @@ def to_safe(obj: Any, where: str = "checkpoint") -> Any:
     return obj
 
 
-def from_safe(obj: Any) -> Any:
-    """The inverse of `to_safe`: packed arrays back to numpy (numpy scalars stay Python numbers)."""
+MAX_TREE_NODES = 20_000_000
+"""Containers and values a checkpoint may hold when walked as a tree (every shared reference counted each time).
+
+Arrays are packed as one tensor each, so what this application writes is far below it; a few KB of pickle whose
+lists share references (`L(k) = [L(k-1), L(k-1)]`) would otherwise unpack into 2^k nodes for whatever walks it."""
+
+
+def _packed(obj: Any) -> bool:
+    return isinstance(obj, dict) and NUMPY_TAG in obj and set(obj) == {NUMPY_TAG, "dtype", "shape"}
+
+
+def _unpack(obj: dict[str, Any]) -> np.ndarray:
+    raw, dtype = obj[NUMPY_TAG].numpy(), np.dtype(obj["dtype"])
+    if raw.size % dtype.itemsize or raw.ctypes.data % dtype.alignment:  # not viewable in place: copy
+        raw = np.frombuffer(raw.tobytes(), np.uint8)
+    return raw.view(dtype).reshape(obj["shape"])  # the loaded bytes themselves, no copy
+
+
+def _children(obj: Any) -> list[Any]:
+    if _packed(obj):
+        return []
     if isinstance(obj, dict):
-        if NUMPY_TAG in obj and set(obj) == {NUMPY_TAG, "dtype", "shape"}:
-            raw, dtype = obj[NUMPY_TAG].numpy(), np.dtype(obj["dtype"])
-            if raw.size % dtype.itemsize or raw.ctypes.data % dtype.alignment:  # not viewable in place: copy
-                raw = np.frombuffer(raw.tobytes(), np.uint8)
-            return raw.view(dtype).reshape(obj["shape"])  # the loaded bytes themselves, no copy
-        out = {k: from_safe(v) for k, v in obj.items()}
-        return OrderedDict(out) if isinstance(obj, OrderedDict) else out
-    if isinstance(obj, list):
-        return [from_safe(v) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(from_safe(v) for v in obj)
-    return obj
+        return [v for v in obj.values() if isinstance(v, (dict, list, tuple))]
+    if isinstance(obj, (list, tuple)):
+        return [v for v in obj if isinstance(v, (dict, list, tuple))]
+    return []
+
+
+def _post_order(root: Any) -> list[Any]:
+    """Every distinct container under `root`, children before parents, without recursion; a cycle is an error."""
+    order, done, open_ = [], set(), set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_.discard(key)
+            done.add(key)
+            order.append(node)
+            continue
+        if key in done:
+            continue
+        if key in open_:
+            raise ValueError("a container holds itself (a reference cycle), which no saved state does")
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in done)
+    return order
+
+
+def tree_size(obj: Any) -> int:
+    """Nodes of `obj` walked as a tree (containers and their items, shared ones counted each time), in linear time."""
+    if not isinstance(obj, (dict, list, tuple)):
+        return 1
+    size: dict[int, int] = {}
+    for node in _post_order(obj):
+        items = [] if _packed(node) else list(node.values()) if isinstance(node, dict) else list(node)
+        size[id(node)] = 1 + sum(size.get(id(v), 1) for v in items)
+    return size[id(obj)]
+
+
+def from_safe(obj: Any) -> Any:
+    """The inverse of `to_safe`: packed arrays back to numpy (numpy scalars stay Python numbers).
+
+    Iterative and memoised by identity: a container shared in the file is converted once and stays shared."""
+    if not isinstance(obj, (dict, list, tuple)):
+        return obj
+    out: dict[int, Any] = {}
+
+    def get(v: Any) -> Any:
+        return out[id(v)] if isinstance(v, (dict, list, tuple)) else v
+
+    for node in _post_order(obj):
+        if _packed(node):
+            out[id(node)] = _unpack(node)
+        elif isinstance(node, dict):
+            converted = {k: get(v) for k, v in node.items()}
+            out[id(node)] = OrderedDict(converted) if isinstance(node, OrderedDict) else converted
+        elif isinstance(node, list):
+            out[id(node)] = [get(v) for v in node]
+        else:
+            out[id(node)] = tuple(get(v) for v in node)
+    return out[id(obj)]
+
+
+def _stored_members(file: Path) -> None:
+    """A checkpoint's zip members are stored as written (torch.save never compresses): a deflated one is refused
+    before anything inflates it (a 2 MB file can inflate to GBs)."""
+    if not zipfile.is_zipfile(file):
+        return
+    with zipfile.ZipFile(file) as archive:
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise ValueError(f"member {info.filename!r} is compressed ({info.compress_type}), which torch.save "
+                                 "never writes")  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------ read / write
@@ -84,6 +165,7 @@ def read_state(path: str | os.PathLike, what: str = "checkpoint", mmap: bool = F
     if not file.is_file() or file.stat().st_size == 0:
         raise FileNotFoundError(f"{what}={path}: {'empty file' if file.is_file() else 'no such file'}")
     try:
+        _stored_members(file)
         obj = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as err:  # noqa: BLE001 - any unreadable file gets the same clear message
         found = re.search(r"GLOBAL ([\w.]+)", str(err))
@@ -95,7 +177,14 @@ def read_state(path: str | os.PathLike, what: str = "checkpoint", mmap: bool = F
                 "holds numpy arrays: if you trust the file, convert it once with "
                 f"`python -m envsched_lightning.checkpoints convert {path} NEW_PATH --trust`") from None  # fmt: skip
         raise ValueError(f"{what}={path}: not a readable checkpoint ({type(err).__name__}: {str(err)[:300]})") from None
-    return from_safe(obj)
+    try:
+        nodes = tree_size(obj)
+        if nodes > MAX_TREE_NODES:
+            raise ValueError(f"it holds {nodes:,} values when read as a tree (containers that share references), "
+                             f"more than the {MAX_TREE_NODES:,} any checkpoint of this application holds")  # fmt: skip
+        return from_safe(obj)
+    except Exception as err:  # noqa: BLE001 - every refusal names the file
+        raise ValueError(f"{what}={path}: not a readable checkpoint ({type(err).__name__}: {str(err)[:300]})") from None
 
 
 def read_checkpoint(path: str, mmap: bool = False) -> dict[str, Any]:
@@ -158,10 +247,18 @@ def convert(old: str, new: str, trust: bool) -> list[str]:
     if not trust:
         raise PermissionError(f"{old}: converting unpickles the file, which runs any code it names; "
                               "pass --trust only for a file you (or this application) wrote")  # fmt: skip
+    if Path(new).resolve() == Path(old).resolve():
+        raise ValueError(f"{new}: NEW must be another path than OLD (OLD is kept until NEW is known to load safely)")
     obj = torch.load(old, map_location="cpu", weights_only=False)
     unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(old)
-    write_state(obj, new)
-    read_state(new)  # the result must load safely
+    target = Path(new)
+    staged = target.with_name(f".{target.name}.convert-{os.getpid()}")
+    try:
+        write_state(obj, staged)
+        read_state(staged, "converted")  # NEW appears only once it loads safely
+        os.replace(staged, target)
+    finally:
+        staged.unlink(missing_ok=True)
     return unsafe
 
 

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from envsched_lightning.checkpoints import (
     UnsafeCheckpoint,
     convert,
+    from_safe,
     read_checkpoint,
     read_state,
     write_state,
@@ -116,6 +117,52 @@ def test_an_older_checkpoint_is_converted_only_on_explicit_trust(tmp_path):
     new = read_checkpoint(str(tmp_path / "new.ckpt"))
     assert np.array_equal(new["EnvSchedDataModule"]["x"], np.arange(3.0))
     assert np.array_equal(new["EnvSchedDataModule"]["rng"][1], state["EnvSchedDataModule"]["rng"][1])
+
+
+def test_shared_references_stay_shared_and_a_tree_bomb_is_refused_naming_the_file(tmp_path):
+    shared = [0]
+    for _ in range(60):  # 2^60 leaves when walked as a tree; under 2 KB of pickle
+        shared = [shared, shared]
+    bomb = tmp_path / "bomb.ckpt"
+    torch.save({"state_dict": {}, "EnvSchedDataModule": {"x": shared}}, bomb)
+    with pytest.raises(ValueError, match=f"{bomb}.*as a tree"):
+        read_checkpoint(str(bomb))
+    small = [np.arange(3.0)]
+    state = from_safe({"a": [small, small], "b": small})
+    assert state["a"][0] is state["a"][1] is state["b"]  # converted once, still shared
+    deep: list = []
+    for _ in range(100_000):  # deeper than Python's recursion limit: walked without recursion
+        deep = [deep]
+    assert isinstance(from_safe(deep), list)
+
+
+def test_a_compressed_member_is_refused_before_it_inflates(tmp_path):
+    import zipfile
+
+    plain = tmp_path / "plain.ckpt"
+    torch.save({"state_dict": {"w": torch.zeros(1000)}}, plain)
+    deflated = tmp_path / "deflated.ckpt"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info.filename))
+    with pytest.raises(ValueError, match=f"{deflated}.*compressed"):
+        read_checkpoint(str(deflated))
+
+
+def test_convert_checks_before_it_writes_and_never_replaces_old(tmp_path):
+    old = tmp_path / "old.ckpt"
+    torch.save({"state_dict": {}, "x": np.arange(3)}, old)
+    before = old.read_bytes()
+    with pytest.raises(ValueError, match="another path"):
+        convert(str(old), str(old), trust=True)
+    assert old.read_bytes() == before
+
+    from fractions import Fraction  # not plain data: the safe load refuses it, so no NEW file may be left behind
+
+    torch.save({"state_dict": {}, "x": Fraction(1, 3)}, old)
+    with pytest.raises(UnsafeCheckpoint, match="Fraction"):
+        convert(str(old), str(tmp_path / "new.ckpt"), trust=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.ckpt"]
 
 
 def test_evaluate_never_instantiates_targets_from_the_run_folder(tmp_path):
