@@ -42,9 +42,6 @@ class FewestTries(Scheduler):
 
     def _priorities(self, batch_size: int) -> dict[str, np.ndarray]:
         h = self.history  # what the trainer paid for: numpy arrays of shape [N], entry i for task i
-        for name, dtype in (("count", np.int64), ("last_step", np.int64), ("last_std", np.float32)):
-            arr = getattr(h, name)
-            assert isinstance(arr, np.ndarray) and arr.shape == (self.num_tasks,) and arr.dtype == dtype, name
         novelty = 1.0 / (1.0 + h.count)  # [N]
         informative = (h.last_std > 0).astype(np.float64) + 0.1 * self.disagreements  # [N]
         jitter = self.noise * self.rng.random(self.num_tasks)  # [N] seeded: the same seed, the same batches
@@ -62,6 +59,20 @@ class FewestTries(Scheduler):
         self.disagreements = np.asarray(state["disagreements"], dtype=np.int64).copy()
 
 
+# docs/scheduling.md's table of self.history: numpy arrays of shape [N] with these dtypes
+HISTORY = {"count": np.int64, "last_step": np.int64, "last_mean": np.float32, "last_std": np.float32,
+           "ema_mean": np.float32, "ema_std": np.float32, "ema_len": np.float32, "zero_var": np.int64}  # fmt: skip
+
+
+def check_history(sched: Scheduler) -> None:
+    h, n = sched.history, sched.num_tasks
+    arrays = {name: getattr(h, name) for name in HISTORY} | {"observed": h.observed, "staleness()": h.staleness()}
+    dtypes = HISTORY | {"observed": np.bool_, "staleness()": np.int64}
+    for name, arr in arrays.items():
+        assert isinstance(arr, np.ndarray) and arr.shape == (n,) and arr.dtype == dtypes[name], (name, arr)
+    assert isinstance(h.step, int) and ((h.last_step == -1) == (h.count == 0)).all()
+
+
 def made_up_groups(indices: list[int], step: int, group_size: int = 4) -> list[RolloutGroup]:
     rng = np.random.default_rng(step)
     return [RolloutGroup(i, tuple(float(x) for x in rng.random(group_size) < (i % 5) / 4)) for i in indices]
@@ -71,11 +82,13 @@ def main() -> None:
     specs = [t.spec for name in ("banking", "calendar", "messaging") for t in make_env(name, num_tasks=30).tasks()]
     sched = build_scheduler("fewest_tries", specs, seed=0, noise=0.01, history_ema=0.5)  # yaml keys as keywords
     assert type(sched) is FewestTries and sched.history.ema == 0.5
-    try:
-        build_scheduler("fewest_tries", specs, seed=0, noise=-1.0)
-        raise AssertionError("a negative noise was accepted")
-    except ValueError as err:
-        assert "noise" in str(err), err
+    check_history(sched)
+    for bad, error in (({"noise": -1.0}, ValueError), ({"nose": 0.1}, TypeError)):  # a bad value, a misspelt key
+        try:
+            build_scheduler("fewest_tries", specs, seed=0, **bad)
+            raise AssertionError(f"{bad} was accepted")
+        except error as err:
+            assert next(iter(bad)) in str(err), err  # the error names the key
     chosen, saved = [], None
     for step in range(6):
         batch = sched.select(8)
@@ -83,7 +96,11 @@ def main() -> None:
         row = sched.last_decision().rows[0]
         assert {"novelty", "informative"} <= set(row), row  # its own components reach the decision log
         sched.update(made_up_groups(batch, step))
-        assert sched.history.step == step + 1 and (sched.history.last_step[batch] == step + 1).all()
+        check_history(sched)
+        h = sched.history
+        assert h.step == step + 1 and (h.last_step[batch] == step + 1).all()
+        if step == 0:  # a task's first group counts in full in the EMAs
+            assert (h.ema_mean[batch] == h.last_mean[batch]).all()
         chosen.append(batch)
         if step == 3:
             saved = copy.deepcopy(sched.state_dict())  # what a checkpoint after step 3 holds
