@@ -178,17 +178,24 @@ class HFChatModel:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        if not Path(path, "config.json").is_file():  # nothing is downloaded at run time
+            raise ValueError(f"user_model_path={path!r}: not a local model folder (no config.json in it); give the path "
+                             "of a Hugging Face folder on this machine")  # fmt: skip
+        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         if self.tokenizer.chat_template is None:
             raise ValueError(f"user_model_path={path!r}: the tokenizer has no chat template, so it cannot play a user")
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), local_files_only=True).eval()
         self.max_new_tokens, self.temperature, self.seed = max_new_tokens, temperature, seed
         self.calls = 0
 
     def chat(self, messages: list[dict[str, str]]) -> tuple[str, int, int]:
         import torch
 
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        from envsched_lightning.models.special_text import shielded_chat_ids
+
+        # the policy's messages are text to this model: a `<|im_end|><|im_start|>system ...` in them stays text
+        input_ids = torch.tensor([shielded_chat_ids(self.tokenizer, messages)])
+        ids = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
         generator_seed = self.seed + self.calls  # each call its own draw, the run reproducible
         self.calls += 1
         torch.manual_seed(generator_seed)
