@@ -30,6 +30,7 @@ from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf, open_dict  # noqa: E402
 
 from envsched_lightning.console import RunConfigError, config_errors_exit, quiet_known_noise  # noqa: E402
+from envsched_lightning.run_config import UnreadableRunConfig, has_interpolation, read_run_config  # noqa: E402
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
 
 
@@ -98,14 +99,17 @@ def check_run_policy(policy: Any, source: str, env_targets: set[str]) -> None:
     would call whatever `_target_` it names (`torch.load`, `builtins.open`, ...). Allowed: the top
     `_target_` among POLICY_BUILDERS; `_target_` of the tiny model's `envs` entries among the known
     environment classes; every other value a number, string, bool, null, list or mapping of them."""
+    if not isinstance(policy, dict):
+        raise RunConfigError(f"{source}: model.policy is a {type(policy).__name__}, not a mapping; refused")
     if policy.get("_target_") not in POLICY_BUILDERS:
-        raise RunConfigError(f"{source}: model.policy._target_={policy.get('_target_')!r} is not a known policy builder "
+        shown = "an interpolation" if has_interpolation(policy.get("_target_")) else repr(policy.get("_target_"))[:120]
+        raise RunConfigError(f"{source}: model.policy._target_={shown} is not a known policy builder "
                          f"({', '.join(POLICY_BUILDERS)}); refused")  # fmt: skip
 
     def target_ok(node: str, target: Any) -> bool:  # the builder itself, or one of the tiny model's envs
         return node == "model.policy" or (re.fullmatch(r"model\.policy\.envs\[\d+\]", node) is not None and target in env_targets)
 
-    check_plain(OmegaConf.to_container(policy, resolve=False), "model.policy", source, target_ok,
+    check_plain(policy, "model.policy", source, target_ok,
                 "only the policy builder and known environment classes (the tiny tokenizer's envs) may be named")  # fmt: skip
 
 
@@ -125,8 +129,8 @@ def check_plain(value: Any, key: str, source: str, target_ok: Callable[[str, Any
             check_plain(v, f"{key}[{i}]", source, target_ok, allowed)
     elif not isinstance(value, PLAIN):
         raise RunConfigError(f"{source}: {key}: a {type(value).__name__} is not a plain value; refused")
-    elif isinstance(value, str) and "${" in value:
-        raise RunConfigError(f"{source}: {key}={value!r}: interpolations are refused in a run's resolved config")
+    elif isinstance(value, str) and "${" in value:  # (its text is not echoed: it may name a variable of yours)
+        raise RunConfigError(f"{source}: {key}: interpolations are refused in a run's resolved config")
 
 
 def run_held_out(cfg: DictConfig) -> tuple[list[tuple[Any, Any]], dict[str, Any], str]:
@@ -140,18 +144,22 @@ def run_held_out(cfg: DictConfig) -> tuple[list[tuple[Any, Any]], dict[str, Any]
     source = Path(cfg.ckpt_path).resolve().parent.parent / "config_resolved.yaml"
     if not source.is_file():
         raise RunConfigError(f"split=held_out: no {source} (the run's config says which tasks it held out)")
-    run = OmegaConf.load(source)
-    data = run.get("data") or {}
-    nodes = {"env": dict(run.get("env") or {}), "data.eval_envs": dict(data.get("eval_envs") or {})}
+    run = run_config_at(source)
+    data = run.get("data") if isinstance(run.get("data"), dict) else {}
+    nodes = {"env": run.get("env") or {}, "data.eval_envs": data.get("eval_envs") or {}}
     known = known_env_targets(cfg)
     built: dict[str, dict[str, Any]] = {}
     for group, entries in nodes.items():
-        plain = {name: OmegaConf.to_container(node, resolve=False) for name, node in entries.items()
-                 if isinstance(node, DictConfig) and "_target_" in node}  # fmt: skip
+        if not isinstance(entries, dict):
+            raise RunConfigError(f"{source}: {group} is a {type(entries).__name__}, not a mapping; refused")
+        plain = {name: node for name, node in entries.items() if isinstance(node, dict) and "_target_" in node}
         check_plain(plain, group, str(source), lambda node, target: node.count(".") == group.count(".") + 1 and target in known,
                     "only known environment classes (conf/env/) may be named")  # fmt: skip
         built[group] = {name: instantiate(node) for name, node in plain.items()}
-    pool = build_pool(built["env"], int(data.get("eval_per_env", 4)), built["data.eval_envs"], int(data.get("eval_env_tasks", 32)))
+    try:  # the DataModule's own checks: a count it refuses cannot say which tasks the run held out
+        pool = build_pool(built["env"], data.get("eval_per_env", 4), built["data.eval_envs"], data.get("eval_env_tasks", 32))
+    except ValueError as err:
+        raise RunConfigError(f"{source}: {err}") from None
     return [(task, env) for task, env in pool.held_out], built["env"] | built["data.eval_envs"], str(source)
 
 
@@ -165,18 +173,78 @@ def use_run_policy(cfg: DictConfig) -> str | None:
     run_config = Path(cfg.ckpt_path).resolve().parent.parent / "config_resolved.yaml"
     if not run_config.is_file():
         return None
-    run_policy = OmegaConf.load(run_config).get("model", {}).get("policy")
+    model = run_config_at(run_config).get("model")
+    run_policy = model.get("policy") if isinstance(model, dict) else None
     if run_policy is None:
         return None
     check_run_policy(run_policy, str(run_config), known_env_targets(cfg))
     if run_policy.get("_target_") != cfg.model.policy.get("_target_"):
         raise RunConfigError(f"ckpt_path={cfg.ckpt_path} was written by a run whose model.policy is {run_policy.get('_target_')} "
                          f"({run_config}), but this config builds {cfg.model.policy.get('_target_')}: choose that model= group")  # fmt: skip
+    if run_policy["_target_"] == TINY_BUILDER:  # sizes from the file: checked against the tensors before any is built
+        check_tiny_sizes(run_policy, cfg.ckpt_path, str(run_config))
     with open_dict(cfg):
         if "path" in cfg.model.policy:
-            run_policy.path = cfg.model.policy.path
+            run_policy["path"] = cfg.model.policy.path
         cfg.model.policy = run_policy
     return str(run_config)
+
+
+def run_config_at(path: Path) -> dict[str, Any]:
+    try:
+        return read_run_config(path)
+    except UnreadableRunConfig as err:
+        raise RunConfigError(str(err)) from None
+
+
+TINY_BUILDER = "envsched_lightning.models.tiny_qwen3_policy"
+_NOT_SIZES = {"_target_", "envs", "vocab_size", "seed", "lora", "gradient_checkpointing"}
+
+
+def _module_key(key: str) -> tuple[str, str]:
+    """A checkpoint key as (base model parameter or module name, what it is): weight, lora_A or lora_B."""
+    key = key.removeprefix("model.").removeprefix("base_model.model.").replace(".base_layer.", ".")
+    for part in ("lora_A", "lora_B"):
+        if f".{part}." in key:
+            return key.split(f".{part}.")[0], part
+    return key, "weight"
+
+
+def check_tiny_sizes(policy: Mapping[str, Any], ckpt_path: str, source: str) -> None:
+    """Refuse a run config whose tiny-model sizes do not fit the checkpoint's tensors, before the model is built.
+
+    The sizes come from a file beside the checkpoint: a forged `hidden_size` or `num_hidden_layers` would
+    allocate without bound. The layer count is compared first, then the model is built on the meta device
+    (no memory) and every tensor of the checkpoint, full or LoRA, must have the shape that model gives it."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from envsched_lightning.checkpoints import read_checkpoint
+    from envsched_lightning.models.qwen3 import TINY_QWEN3
+
+    shapes = {k: tuple(v.shape) for k, v in read_checkpoint(ckpt_path, mmap=True)["state_dict"].items()}
+    sizes = {**TINY_QWEN3, **{k: v for k, v in policy.items() if k not in _NOT_SIZES}}
+    layers = {int(m.group(1)) for k in shapes if (m := re.search(r"\.layers\.(\d+)\.", k))}
+    if layers and sizes.get("num_hidden_layers") != max(layers) + 1:
+        raise RunConfigError(f"{source}: model.policy.num_hidden_layers={sizes.get('num_hidden_layers')!r} but "
+                             f"ckpt_path={ckpt_path} holds {max(layers) + 1} layers; refused")  # fmt: skip
+    try:
+        with torch.device("meta"):
+            model = Qwen3ForCausalLM(Qwen3Config(vocab_size=int(policy.get("vocab_size", 2048)), **sizes))
+    except Exception as err:  # noqa: BLE001 - a config transformers refuses
+        raise RunConfigError(f"{source}: model.policy does not build a Qwen3 ({type(err).__name__}: {str(err)[:200]}); refused") from None
+    params = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    for key, shape in shapes.items():
+        name, kind = _module_key(key)
+        base = params.get(name if kind == "weight" else f"{name}.weight")
+        if base is None:
+            raise RunConfigError(f"{source}: ckpt_path={ckpt_path} holds {key}, which model.policy's sizes do not build; refused")
+        vocab = "embed_tokens" in name or "lm_head" in name  # the tokenizer's length: at most vocab_size
+        fits = (shape[-1:] == base[-1:] and shape[0] <= base[0] if vocab and kind == "weight" else shape == base if kind == "weight"
+                else shape[1] == base[1] if kind == "lora_A" else shape[0] == base[0])  # fmt: skip
+        if not fits:
+            raise RunConfigError(f"{source}: model.policy's sizes give {name} the shape {base}, but ckpt_path={ckpt_path} "
+                                 f"holds {key} of shape {shape}; refused")  # fmt: skip
 
 
 def load_weights(module: Any, path: str) -> str:

@@ -70,11 +70,9 @@ class EnvSchedDataModule(LightningDataModule):
         self.batch_size = _positive("batch_size", batch_size)
         self.steps_per_epoch = _positive("steps_per_epoch", steps_per_epoch)
         self.val_batch_size = _positive("val_batch_size", val_batch_size)
-        if isinstance(eval_per_env, bool) or not isinstance(eval_per_env, int) or eval_per_env < 0:
-            raise ValueError(f"data.eval_per_env must be a non-negative int, got {eval_per_env!r}")
         self.envs = dict(envs)
         self.eval_envs = dict(eval_envs or {})  # evaluated only, never scheduled (held-out environments)
-        self.pool = build_pool(self.envs, eval_per_env, self.eval_envs, _positive("eval_env_tasks", eval_env_tasks))
+        self.pool = build_pool(self.envs, eval_per_env, self.eval_envs, eval_env_tasks)  # checks both counts
         if self.batch_size > len(self.pool.train):
             raise ValueError(
                 f"data.batch_size={self.batch_size} exceeds the training task pool "

@@ -53,6 +53,10 @@ def build_pool(
     subset is the same in every run) join the held-out tasks, to measure transfer to unseen tools."""
     if not envs:
         raise ValueError("env: no environments configured; select some, e.g. env=[banking,calendar]")
+    if isinstance(eval_per_env, bool) or not isinstance(eval_per_env, int) or eval_per_env < 0:
+        raise ValueError(f"data.eval_per_env must be a non-negative int, got {eval_per_env!r}")
+    if isinstance(eval_only_tasks, bool) or not isinstance(eval_only_tasks, int) or eval_only_tasks < 1:
+        raise ValueError(f"data.eval_env_tasks must be a positive int, got {eval_only_tasks!r}")
     train: list[tuple[Task, Environment]] = []
     held_out: list[tuple[Task, Environment]] = []
     for key, env in envs.items():

@@ -182,14 +182,75 @@ def test_evaluate_never_instantiates_targets_from_the_run_folder(tmp_path):
         ({"envs": [{"_target_": "envsched_lightning.envs.worlds.banking.BankingEnv", "_partial_": True}]},
          r"model\.policy\.envs\[0\]\._partial_"),
         ({"_target_": "torch.load"}, r"model\.policy\._target_='torch\.load' is not a known policy builder"),
+        ({"_target_": "${oc.env:HOME}"}, r"model\.policy\._target_=an interpolation is not a known policy builder"),
         ({"vocab_size": "${oc.env:HOME}"}, r"model\.policy\.vocab_size.*interpolations"),
     ]  # fmt: skip
     for change, match in bad:
         (run / "config_resolved.yaml").write_text(OmegaConf.to_yaml({"model": {"policy": good | change}}))
         with pytest.raises(ValueError, match=match):
             use_run_policy(cfg.copy())
-    (run / "config_resolved.yaml").write_text(OmegaConf.to_yaml({"model": {"policy": good}}))
-    assert use_run_policy(cfg) == str(run / "config_resolved.yaml")  # a real run's policy still loads
+
+
+
+def _forged_run(finished_run, tmp_path: Path, edit) -> tuple[Path, Path]:
+    """A copy of a real run's folder whose config_resolved.yaml `edit(text)` rewrites; (checkpoint, config file)."""
+    import shutil
+
+    _, out = finished_run
+    run = tmp_path / "run"
+    shutil.copytree(out, run, ignore=shutil.ignore_patterns("*.csv", "*.png", "*.jsonl", "*.json"))
+    config = run / "config_resolved.yaml"
+    config.write_text(edit(config.read_text()))
+    return run / "checkpoints" / "last.ckpt", config
+
+
+def test_evaluate_builds_the_runs_model_only_when_its_sizes_fit_the_checkpoint(finished_run, tmp_path):
+    """Sizes in the file beside a checkpoint are compared with its tensors before a model is built."""
+    from evaluate import use_run_policy
+
+    ckpt, config = _forged_run(finished_run, tmp_path, lambda text: text)
+    cfg = compose_cfg("evaluate", "env=[banking]", f"ckpt_path={ckpt}")
+    assert use_run_policy(cfg.copy()) == str(config)  # the run's own config
+    original = OmegaConf.load(config)
+    for key, value, match in [("hidden_size", 100_000, "shape"), ("num_hidden_layers", 1_000_000, "holds 2 layers"),
+                              ("intermediate_size", 10**9, "shape"), ("head_dim", 4096, "shape")]:  # fmt: skip
+        forged = original.copy()
+        forged.model.policy[key] = value
+        config.write_text(OmegaConf.to_yaml(forged))
+        with pytest.raises(ValueError, match=match):
+            use_run_policy(cfg.copy())
+
+
+def test_a_run_config_is_read_as_plain_data_never_resolved_or_expanded(finished_run, tmp_path, monkeypatch):
+    from evaluate import run_held_out, use_run_policy
+
+    monkeypatch.setenv("ENVSCHED_TEST_SECRET", "s3cr3t-value")
+    made = tmp_path / "made_by_interpolation"
+    ckpt, config = _forged_run(finished_run, tmp_path, lambda text: text.replace(
+        "eval_per_env: 1\n", f"eval_per_env: ${{unique_dir:{made}}}\n").replace(
+        "tiny_qwen3_policy", "tiny_qwen3_policy${oc.env:ENVSCHED_TEST_SECRET}"))  # fmt: skip
+    cfg = compose_cfg("evaluate", "env=[banking]", f"ckpt_path={ckpt}", "split=held_out")
+    with pytest.raises(ValueError) as refused:
+        use_run_policy(cfg.copy())
+    assert "s3cr3t" not in str(refused.value) and "not a known policy builder" in str(refused.value)
+    with pytest.raises(ValueError, match="eval_per_env"):
+        run_held_out(cfg.copy())
+    assert not made.exists()  # nothing ran on reading
+
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(20))
+    config.write_text(bomb)
+    with pytest.raises(ValueError, match="anchors and aliases are refused"):
+        use_run_policy(cfg.copy())
+
+
+def test_held_out_tasks_are_read_with_the_datamodules_own_checks(finished_run, tmp_path):
+    from evaluate import run_held_out
+
+    ckpt, _ = _forged_run(finished_run, tmp_path, lambda text: text.replace("eval_per_env: 1\n", "eval_per_env: -1\n"))
+    cfg = compose_cfg("evaluate", "env=[banking]", f"ckpt_path={ckpt}", "split=held_out")
+    with pytest.raises(ValueError, match="data.eval_per_env must be a non-negative int, got -1"):
+        run_held_out(cfg)
 
 
 def test_a_failed_save_leaves_the_previous_checkpoint_and_no_temporary_file(tmp_path):
