@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,11 @@ import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf, open_dict  # noqa: E402
 
+from envsched_lightning.config_errors import check_command_line, command_line_overrides  # noqa: E402
 from envsched_lightning.console import RunConfigError, config_errors_exit, quiet_known_noise  # noqa: E402
-from envsched_lightning.run_config import UnreadableRunConfig, has_interpolation, read_run_config  # noqa: E402
+from envsched_lightning.run_config import (  # noqa: E402, F401 - PLAIN: a public name
+    PLAIN, check_plain, has_interpolation, read_run_config, run_config_path,
+)  # fmt: skip
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
 
 
@@ -79,7 +83,6 @@ def check_limit(limit: Any) -> int | None:
 
 POLICY_BUILDERS = ("envsched_lightning.models.tiny_qwen3_policy", "envsched_lightning.models.load_pretrained_qwen3",
                    "envsched_lightning.models.load_pretrained_policy")  # fmt: skip
-PLAIN = (str, int, float, bool, type(None))
 
 
 def known_env_targets(cfg: DictConfig) -> set[str]:
@@ -113,26 +116,6 @@ def check_run_policy(policy: Any, source: str, env_targets: set[str]) -> None:
                 "only the policy builder and known environment classes (the tiny tokenizer's envs) may be named")  # fmt: skip
 
 
-def check_plain(value: Any, key: str, source: str, target_ok: Callable[[str, Any], bool], allowed: str) -> None:
-    """Refuse, by key, any value of a run's config file but plain data and the `_target_`s `target_ok`
-    accepts (`target_ok(key of the mapping, target)`); `allowed` says which those are."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            where = f"{key}.{k}"
-            if str(k).startswith("_") and k != "_target_":
-                raise RunConfigError(f"{source}: {where}: Hydra instantiation keys are refused in a run's config")
-            if k == "_target_" and not target_ok(key, v):
-                raise RunConfigError(f"{source}: {where}={v!r}: {allowed}; refused")
-            check_plain(v, where, source, target_ok, allowed)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            check_plain(v, f"{key}[{i}]", source, target_ok, allowed)
-    elif not isinstance(value, PLAIN):
-        raise RunConfigError(f"{source}: {key}: a {type(value).__name__} is not a plain value; refused")
-    elif isinstance(value, str) and "${" in value:  # (its text is not echoed: it may name a variable of yours)
-        raise RunConfigError(f"{source}: {key}: interpolations are refused in a run's resolved config")
-
-
 def run_held_out(cfg: DictConfig) -> tuple[list[tuple[Any, Any]], dict[str, Any], str]:
     """`split=held_out`: the (task, environment) pairs the checkpoint's run held out, built as that run
     built them (its env and data.eval_envs from its config_resolved.yaml, its eval_per_env and
@@ -141,10 +124,10 @@ def run_held_out(cfg: DictConfig) -> tuple[list[tuple[Any, Any]], dict[str, Any]
 
     if not cfg.get("ckpt_path"):
         raise RunConfigError("split=held_out: the held-out tasks are a run's; set ckpt_path=<run>/checkpoints/last.ckpt")
-    source = Path(cfg.ckpt_path).resolve().parent.parent / "config_resolved.yaml"
+    source = run_config_path(cfg.ckpt_path)
     if not source.is_file():
         raise RunConfigError(f"split=held_out: no {source} (the run's config says which tasks it held out)")
-    run = run_config_at(source)
+    run = read_run_config(source)
     data = run.get("data") if isinstance(run.get("data"), dict) else {}
     nodes = {"env": run.get("env") or {}, "data.eval_envs": data.get("eval_envs") or {}}
     known = known_env_targets(cfg)
@@ -170,10 +153,10 @@ def use_run_policy(cfg: DictConfig) -> str | None:
     rebuild it; LoRA settings and the architecture must match too. `path` (where base weights live
     on this machine) stays this config's. The file is checked first (`check_run_policy`): only
     known builders with plain values. Returns the file used, or None when there is none."""
-    run_config = Path(cfg.ckpt_path).resolve().parent.parent / "config_resolved.yaml"
+    run_config = run_config_path(cfg.ckpt_path)
     if not run_config.is_file():
         return None
-    model = run_config_at(run_config).get("model")
+    model = read_run_config(run_config).get("model")
     run_policy = model.get("policy") if isinstance(model, dict) else None
     if run_policy is None:
         return None
@@ -188,13 +171,6 @@ def use_run_policy(cfg: DictConfig) -> str | None:
             run_policy["path"] = cfg.model.policy.path
         cfg.model.policy = run_policy
     return str(run_config)
-
-
-def run_config_at(path: Path) -> dict[str, Any]:
-    try:
-        return read_run_config(path)
-    except UnreadableRunConfig as err:
-        raise RunConfigError(str(err)) from None
 
 
 TINY_BUILDER = "envsched_lightning.models.tiny_qwen3_policy"
@@ -380,4 +356,8 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    with config_errors_exit():  # Hydra composes inside main(): an unknown option or key is named here first
+        overrides = command_line_overrides(sys.argv[1:])
+        if overrides is not None:
+            check_command_line(Path(__file__).resolve().parent / "conf", "evaluate", overrides)
     main()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,14 @@ import hydra  # noqa: E402
 from hydra.utils import instantiate  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
+from envsched_lightning.config_errors import check_command_line, command_line_overrides  # noqa: E402
 from envsched_lightning.console import RunConfigError, config_errors_exit, quiet_known_noise  # noqa: E402
 from envsched_lightning.distributed import end_process_group  # noqa: E402
 from envsched_lightning.run_dirs import register_resolver  # noqa: E402
 from envsched_lightning.threads import set_torch_threads  # noqa: E402
 
 register_resolver()  # hydra.run.dir: ${unique_dir:...}, a folder no other run shares
+CONF = Path(__file__).resolve().parent / "conf"
 
 
 def run_simulation(cfg: DictConfig) -> dict[str, Any]:
@@ -73,10 +76,11 @@ def output_paths(trainer: Any) -> dict[str, str | None]:
 
 
 def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> tuple[int, int]:
-    """(GRPO step, epoch) of a readable resume checkpoint that carries the scheduler's state, or an error naming it.
+    """(GRPO step, epoch) of a readable resume checkpoint that carries this run's scheduler state, or an error naming it.
 
     Without the DataModule's state the run would resume the model with a fresh scheduler history
-    (every task unseen again); `resume_without_scheduler=true` does that on purpose (its step is 0)."""
+    (every task unseen again); `resume_without_scheduler=true` does that on purpose (its step is 0).
+    The state must be this scheduler's, over this task pool: another one's would fail inside fit."""
     from envsched_lightning.checkpoints import read_checkpoint
 
     ckpt = read_checkpoint(path, mmap=True)  # keys only: Lightning reads it next
@@ -84,8 +88,17 @@ def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> tup
     if key not in ckpt and not without_scheduler:
         raise RunConfigError(f"ckpt_path={path} has no {key} state (the scheduler's history); "
                              "set resume_without_scheduler=true to resume with a fresh scheduler")  # fmt: skip
-    step = int(ckpt[key].get("step", 0)) if key in ckpt and not without_scheduler else 0
-    return step, int(ckpt.get("epoch", 0))
+    if without_scheduler or key not in ckpt:
+        return 0, int(ckpt.get("epoch", 0))
+    saved, ours = ckpt[key].get("scheduler") or {}, datamodule.scheduler.state_dict()
+    if saved.get("name") != ours["name"]:
+        raise RunConfigError(f"scheduler={ours['name']}: ckpt_path={path} holds the state of scheduler {saved.get('name')!r}; "
+                             f"resume it with scheduler={saved.get('name')}, or set resume_without_scheduler=true to start "
+                             f"{ours['name']} afresh from the checkpoint's model")  # fmt: skip
+    if saved.get("fingerprint") != ours["fingerprint"]:
+        raise RunConfigError(f"ckpt_path={path} was saved over another task pool (env=[...], an environment's num_tasks or "
+                             "tasks_path, data.eval_per_env): resume with the run's settings (its config_resolved.yaml)")  # fmt: skip
+    return int(ckpt[key].get("step", 0)), int(ckpt.get("epoch", 0))
 
 
 def extend_run_length(cfg: DictConfig, path: str, step: int, epoch: int) -> None:
@@ -209,6 +222,23 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     return {"metrics": metrics, **paths, "objects": {"datamodule": datamodule, "model": model, "trainer": trainer}}
 
 
+def command_line(argv: list[str]) -> list[str]:
+    """The command line Hydra runs: an unknown config option or key is refused naming the ones that exist;
+    a resume (ckpt_path=) takes its run's scheduler, seed, logger and env unless the line sets them."""
+    from envsched_lightning.run_config import resume_overrides
+
+    overrides = command_line_overrides(argv[1:])
+    cfg = check_command_line(CONF, "train", overrides) if overrides is not None else None
+    if cfg is None or not cfg.get("ckpt_path"):
+        return argv
+    carried, source = resume_overrides(cfg, overrides, CONF)
+    if not carried:
+        return argv
+    print(f"resuming with the run's {' '.join(carried)} (from {source})")
+    at = argv.index(overrides[0]) if overrides else len(argv)  # the overrides stay one run of arguments
+    return [*argv[:at], *carried, *argv[at:]]
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> None:
     with config_errors_exit():  # a setting the run cannot start with: its message, no traceback
@@ -216,4 +246,6 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    with config_errors_exit():  # Hydra composes inside main(): its mistakes are named here first
+        sys.argv = command_line(sys.argv)
     main()

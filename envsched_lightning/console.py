@@ -12,6 +12,8 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from hydra.errors import InstantiationException
+
 NOISE = (
     r".*isinstance\(treespec, LeafSpec\)` is deprecated.*",  # Lightning internals on torch >= 2.13
     r".*You have overridden `transfer_batch_to_device` in `LightningModule` but have passed in a `LightningDataModule`.*",
@@ -51,9 +53,17 @@ class RunConfigError(ValueError):
 
 @contextmanager
 def config_errors_exit() -> Iterator[None]:
-    """`train.py` / `evaluate.py` main: a `RunConfigError` becomes `error: <message>` and exit 2."""
+    """`train.py` / `evaluate.py` main: a `RunConfigError` becomes `error: <message>` and exit 2.
+
+    Also one that Hydra's `instantiate` wrapped (a builder the config names refused its input, e.g. a
+    weights file cut short): its message, not the wrapper's traceback."""
     try:
         yield
-    except RunConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except (RunConfigError, InstantiationException) as err:
+        cause: BaseException | None = err
+        while isinstance(cause, InstantiationException):
+            cause = cause.__cause__
+        if not isinstance(cause, RunConfigError):
+            raise
+        print(f"error: {cause}", file=sys.stderr)
         sys.exit(2)

@@ -310,3 +310,22 @@ def test_a_suite_with_episodes_never_played_has_no_score_and_the_run_says_what_t
     everything = paper_score(aggregate((e.env, e.reward) for e in played), suites, unplayed_tasks(played))
     assert everything.complete and "| **average** | **33.33** |" in paper_markdown(everything, "", [])
     assert not_played_notice(played, 512, 48) is None
+
+
+def test_a_weights_file_cut_short_is_one_line_naming_it(tmp_path):
+    """`model_path=` a folder whose model.safetensors stopped copying halfway: exit 2 and the file named, no traceback."""
+    import subprocess
+
+    from envsched_lightning.models import build_offline_tokenizer, build_tiny_qwen3
+
+    folder = tmp_path / "model"
+    build_tiny_qwen3(vocab_size=400).save_pretrained(folder)
+    build_offline_tokenizer(vocab_size=400).save_pretrained(folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    proc = subprocess.run([sys.executable, "evaluate.py", "model=pretrained", f"model_path={folder}", "env=[banking]",
+                           "limit=1", f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True, timeout=300,
+                          cwd=REPO)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"error: model weights {weights} (" in proc.stderr and "copy or download the weights" in proc.stderr
+    assert "Traceback" not in proc.stderr

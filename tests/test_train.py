@@ -310,3 +310,26 @@ def test_compare_reads_run_folders_into_one_figure_and_table(tmp_path, capsys, m
     assert list((media / "images" / "compare").glob("figure_*.png"))
     with pytest.raises(FileNotFoundError, match="no csv/version_\\*/metrics.csv"):
         read_run(tmp_path / "nothing-here")
+
+
+def test_a_resume_continues_the_runs_scheduler_seed_and_logger_from_the_command_line(tmp_path):
+    """`train.py ckpt_path=...` alone resumes a `scheduler=random seed=3` run as that run; asking for another
+    scheduler is refused naming the one that resumes, also where no run config says it (train(cfg))."""
+    common = [*TINY, "data.steps_per_epoch=1", "model.warm_start.steps=0", "~callbacks.scheduling_logger"]
+    first = train(tiny_cfg(tmp_path / "a", *common[len(TINY):], "scheduler=random", "seed=3", "steps=1"))
+    ckpt = first["checkpoint"]
+    with pytest.raises(ValueError, match=r"^scheduler=envsched: ckpt_path=.* holds the state of scheduler 'random'; "
+                                         "resume it with scheduler=random"):  # fmt: skip
+        train(tiny_cfg(tmp_path / "b", *common[len(TINY):], "steps=2", f"ckpt_path={ckpt}", "model._target_=no.such.Module"))
+    proc = subprocess.run([sys.executable, "train.py", *common, "steps=2", f"ckpt_path={ckpt}", f"output_dir={tmp_path}/c",
+                           f"hydra.run.dir={tmp_path}/c"], capture_output=True, text=True, timeout=600, cwd=REPO)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    source = Path(ckpt).parent.parent / "config_resolved.yaml"
+    assert (f"resuming with the run's scheduler=random seed=3 logger=csv env=[banking,calendar,messaging] "
+            f"(from {source})") in proc.stdout  # fmt: skip
+    resumed = (tmp_path / "c" / "config_resolved.yaml").read_text()
+    assert "name: random" in resumed and "seed: 3" in resumed and "CSVLogger" in resumed
+    refused = subprocess.run([sys.executable, "train.py", *common, "steps=2", f"ckpt_path={ckpt}", "scheduler=envsched",
+                              f"hydra.run.dir={tmp_path}/d"], capture_output=True, text=True, timeout=300, cwd=REPO)  # fmt: skip
+    assert refused.returncode == 2 and "resume it with scheduler=random" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "d").exists()

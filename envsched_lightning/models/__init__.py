@@ -9,11 +9,12 @@ from .qwen3 import (
     build_tiny_qwen3,
     tiny_qwen3_policy,
 )
-from .pretrained import CheckpointMismatch, load_pretrained_policy, load_pretrained_qwen3
+from .pretrained import CheckpointMismatch, IncompleteWeights, load_pretrained_policy, load_pretrained_qwen3
 from .tokenizer import SPECIAL_TOKENS, build_offline_tokenizer, environment_corpus
 
 __all__ = [
     "CheckpointMismatch",
+    "IncompleteWeights",
     "load_pretrained_policy",
     "QWEN3_STYLE_TEMPLATE",
     "SPECIAL_TOKENS",

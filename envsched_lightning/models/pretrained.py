@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError, safe_open
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
+from ..console import RunConfigError
 from .attention import register_gqa_sdpa
 from .qwen3 import LoraSettings, Policy, _finish
 
@@ -25,6 +27,33 @@ _SHOWN = 8  # weight names quoted in a load error
 
 class CheckpointMismatch(ValueError):
     """A checkpoint's weights do not match the architecture its config (or the caller) asks for."""
+
+
+class IncompleteWeights(RunConfigError):
+    """A weights file that does not open (cut short by a copy or download): safetensors' own error names no file."""
+
+
+def incomplete_weights(source: str, err: Exception) -> IncompleteWeights:
+    """Name the `*.safetensors` files of `source` that do not open, and how to get them whole again."""
+    from .smollm2 import MANIFEST
+
+    folder = Path(source)
+    broken = []
+    for file in sorted(folder.glob("*.safetensors")) if folder.is_dir() else []:
+        try:
+            with safe_open(str(file), framework="pt"):
+                pass
+        except SafetensorError as file_err:
+            broken.append(f"{file} ({file_err})")
+    what = ", ".join(broken) if broken else f"a weights file of {source} ({err})"
+    if (folder / MANIFEST).is_file():  # written by `make smollm2`, which keeps a folder only while it verifies
+        fix = (f"this folder was written by `make smollm2`: remove it and run `make smollm2` again (or rewrite it in "
+               f"place: `python -m envsched_lightning.models.smollm2 {folder} --force`)")  # fmt: skip
+    elif not folder.is_dir():  # a hub id read from the local cache
+        fix = f"download it into the Hugging Face cache again (`huggingface-cli download {source}`)"
+    else:
+        fix = f"copy or download the weights into {folder} again (e.g. `huggingface-cli download <repo> --local-dir {folder}`)"
+    return IncompleteWeights(f"model weights {what}: the file is incomplete or damaged, so the model cannot load; {fix}")
 
 
 def _missing_weights(path: str, why: str) -> FileNotFoundError:
@@ -101,6 +130,8 @@ def load_pretrained_policy(
             source, dtype=torch_dtype, local_files_only=True, attn_implementation=attn_implementation,
             output_loading_info=True,
         )  # fmt: skip
+    except SafetensorError as err:  # e.g. "incomplete metadata": a file cut short, named here
+        raise incomplete_weights(source, err) from None
     except RuntimeError as err:  # transformers refuses weights of the wrong shape itself, after printing them
         if "mismatched" not in str(err) and "size mismatch" not in str(err):
             raise

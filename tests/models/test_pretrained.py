@@ -105,3 +105,19 @@ def test_family_table_errors_say_what_to_pass():
         lora_targets("llama", "mlp-only")
     with pytest.raises(ValueError, match="model_path="):
         load_pretrained_policy(None)
+
+
+@pytest.mark.parametrize("written_by_make", [False, True])
+def test_a_weights_file_cut_short_is_named_with_the_way_to_get_it_whole(tok, tmp_path, written_by_make):
+    """safetensors says only "incomplete metadata": the error names the file and what to run."""
+    from envsched_lightning.console import RunConfigError
+    from envsched_lightning.models.smollm2 import MANIFEST
+
+    folder = write(build_tiny_qwen3(vocab_size=len(tok)), tok, tmp_path)
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # a copy that stopped halfway
+    if written_by_make:
+        (tmp_path / MANIFEST).write_text("{}")
+    fix = r"run `make smollm2` again" if written_by_make else "copy or download the weights into"
+    with pytest.raises(RunConfigError, match=rf"model weights {weights} \(.*incomplete.*\): .*{fix}"):
+        load_pretrained_policy(folder, dtype="float32")
