@@ -64,7 +64,7 @@ def no_default_benchmark_data(request, monkeypatch, tmp_path_factory) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     """How many tests were skipped for benchmark data that is not here, and the one command that gets it."""
     reasons = [report.longrepr[2] for report in terminalreporter.stats.get("skipped", [])
-               if isinstance(report.longrepr, tuple) and MISSING_DATA in report.longrepr[2]]  # fmt: skip
+               if isinstance(report.longrepr, (tuple, list)) and MISSING_DATA in report.longrepr[2]]  # fmt: skip (a list from xdist)
     if not reasons:
         return
     named = {s for reason in reasons if (m := re.search(r"data fetch (.+?) \(or set", reason)) for s in m.group(1).split()}
