@@ -1,4 +1,5 @@
 import os
+import re
 import socket
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -8,7 +9,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 # Suites that need a stack of their own (a virtual environment, a wheel, upstream code), each run by
 # the target named here. The default suite (`make test`, `pytest`) leaves them out; naming one
@@ -26,6 +26,9 @@ os.environ.setdefault("TMPDIR", str(REPO / ".tmp"))
 Path(os.environ["TMPDIR"]).mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
+
+from envsched_lightning.data import SOURCES  # noqa: E402
+from tests.data_roots import MISSING_DATA, fetch_command  # noqa: E402  (reads $ENVSCHED_DATA before any test runs)
 
 
 def _stack_suite(path: Path) -> str | None:
@@ -48,19 +51,27 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def no_default_benchmark_data(request, monkeypatch, tmp_path_factory) -> None:
     """Benchmark environments without `data_dir` read the default data root (`$ENVSCHED_DATA`, else the
     user cache folder that `python -m envsched_lightning.data fetch` fills): every test of the default
-    suite starts with an empty one, so what a test sees never depends on what this machine fetched
-    before. The stack suites read the data root their target gives them."""
+    suite starts with an empty one, so what the code under test sees never depends on what this machine
+    fetched before. Tests that need benchmark data name it (tests/data_roots.py, which read the user's
+    data roots when pytest started) and pass it on. The stack suites read the data root their target
+    gives them."""
     if _stack_suite(request.path) is not None:
         return
     monkeypatch.delenv("ENVSCHED_DATA", raising=False)
     monkeypatch.setenv("ENVSCHED_DATA_CACHE", str(tmp_path_factory.mktemp("no_default_data")))
 
 
-@pytest.fixture
-def shared_data() -> Path:
-    if not SHARED_DATA.exists():
-        pytest.skip(f"benchmark data not found at {SHARED_DATA}")
-    return SHARED_DATA
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """How many tests were skipped for benchmark data that is not here, and the one command that gets it."""
+    reasons = [report.longrepr[2] for report in terminalreporter.stats.get("skipped", [])
+               if isinstance(report.longrepr, (tuple, list)) and MISSING_DATA in report.longrepr[2]]  # fmt: skip (a list from xdist)
+    if not reasons:
+        return
+    named = {s for reason in reasons if (m := re.search(r"data fetch (.+?) \(or set", reason)) for s in m.group(1).split()}
+    sources = " ".join(s for s in SOURCES if s in named)
+    terminalreporter.write_sep("=", "benchmark data", yellow=True)
+    tests = "1 test needs" if len(reasons) == 1 else f"{len(reasons)} tests need"
+    terminalreporter.write_line(f"{tests} {MISSING_DATA}: run {fetch_command(sources)}")
 
 
 @pytest.fixture

@@ -1,9 +1,10 @@
 """`python -m envsched_lightning.data fetch`: pinned sources, checksums, all or nothing, and loaders that find the data.
 
 BFCL is fetched for real (the pinned `bfcl-eval` wheel through pip's configured index). The upstream
-hosts of the ACEBench and tau-bench archives are not reachable here: those archives are built from
-`../shared/data` (verbatim copies of the pinned commits' files) in the upstream layout and served over
-HTTP on 127.0.0.1, so the download, progress, extraction and checksum path is the real one.
+hosts of the ACEBench and tau-bench archives are not reachable here: those archives are built from the
+`acebench` and `tau_bench` folders tests/data_roots.py finds (the pinned commits' files, as fetched, or
+`../shared/data`'s verbatim copies) in the upstream layout and served over HTTP on 127.0.0.1, so the
+download, progress, extraction and checksum path is the real one.
 """
 
 from __future__ import annotations
@@ -21,21 +22,22 @@ import pytest
 
 from envsched_lightning.data import SOURCES, FetchError, default_data_root, fetch
 from envsched_lightning.envs.registry import make_env
+from tests.data_roots import SHARED_DATA, data_root, needs, root_with
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
-needs_shared = pytest.mark.skipif(not (SHARED / "acebench").is_dir(), reason=f"benchmark data not found at {SHARED}")
+FILES = root_with("acebench", "tau_bench")  # what the served archives are built from
+needs_files = needs("acebench", "tau_bench")
 
 
 def upstream_archive(name: str, path: Path, change: str | None = None) -> Path:
-    """A GitHub-style source archive (`<repo>-<commit>/...`) of the source's files, built from ../shared/data."""
+    """A GitHub-style source archive (`<repo>-<commit>/...`) of the source's files, built from FILES."""
     source = SOURCES[name]
     top = f"{source.repository.rsplit('/', 1)[-1]}-{source.commit}"
     with tarfile.open(path, "w:gz") as tar:
         for local in source.files:
             upstream = next(prefix + local[len(loc) :] for prefix, loc in source.members
                             if local == loc or (loc.endswith("/") and local.startswith(loc)))  # fmt: skip
-            data = (SHARED / name / local).read_bytes()
+            data = (FILES / name / local).read_bytes()
             if local == change:
                 data += b"\n"
             info = tarfile.TarInfo(f"{top}/{upstream}")
@@ -60,7 +62,7 @@ def server(tmp_path_factory):
     httpd.shutdown()
 
 
-@needs_shared
+@needs_files
 @pytest.mark.parametrize("name", ["acebench", "tau_bench"])
 def test_an_archive_is_fetched_verified_and_found_by_the_loaders(name, server, tmp_path, capfd):
     folder, base = server
@@ -77,7 +79,7 @@ def test_an_archive_is_fetched_verified_and_found_by_the_loaders(name, server, t
     assert len(env.tasks()) > 0
 
 
-@needs_shared
+@needs_files
 def test_a_changed_file_is_refused_and_nothing_is_written(server, tmp_path):
     folder, base = server
     changed = "data_en/data_normal_similar_api.json"
@@ -93,7 +95,7 @@ def test_offline_is_a_clear_error_and_writes_nothing(tmp_path, free_port):
     assert list(tmp_path.iterdir()) == []
 
 
-@needs_shared
+@needs_files
 def test_the_default_root_is_found_without_any_path_and_ENVSCHED_DATA_wins(server, tmp_path, monkeypatch):
     folder, base = server
     upstream_archive("tau_bench", folder / "tau.tar.gz")
@@ -184,25 +186,24 @@ def test_bfcl_v3_comes_from_its_last_wheel_and_equals_upstreams_last_v3_commit(b
     names = {p.relative_to(folder).as_posix() for p in folder.rglob("*.json")}
     assert {"BFCL_v3_simple.json", "BFCL_v3_multi_turn_base.json", "possible_answer/BFCL_v3_simple.json",
             "multi_turn_func_doc/vehicle_control.json"} <= names  # fmt: skip
-    if (SHARED / "bfcl_v3").is_dir():  # the kept copy of gorilla at cd9429c: every file it holds, byte for byte
-        kept = [p for p in (SHARED / "bfcl_v3").rglob("*.json")]
-        assert kept and all((folder / p.relative_to(SHARED / "bfcl_v3")).read_bytes() == p.read_bytes() for p in kept)
+    if (SHARED_DATA / "bfcl_v3").is_dir():  # the kept copy of gorilla at cd9429c: every file it holds, byte for byte
+        kept = [p for p in (SHARED_DATA / "bfcl_v3").rglob("*.json")]
+        assert kept and all((folder / p.relative_to(SHARED_DATA / "bfcl_v3")).read_bytes() == p.read_bytes() for p in kept)
 
 
 def test_paper_eval_finds_every_suite_in_what_the_data_command_wrote(bfcl_v3, tmp_path, monkeypatch):
     """`experiment=paper_eval` with nothing but the data root the fetch command writes (ACEBench and tau-bench
-    as their fetches lay them out, here from the verbatim copies; the task lists from the pinned archive)."""
+    as their fetches lay them out, found by tests/data_roots.py; the task lists from the pinned archive)."""
     from hydra.utils import instantiate
 
     from tests.run_configs import compose_cfg
 
+    found = data_root("acebench", "tau_bench")
     root = tmp_path / "data"
     root.mkdir()
     (root / "bfcl_v3").symlink_to(bfcl_v3 / "bfcl_v3")
-    if not (SHARED / "acebench").is_dir():
-        pytest.skip(f"benchmark data not found at {SHARED}")
     for folder in ("acebench", "tau_bench"):
-        (root / folder).symlink_to(SHARED / folder)
+        (root / folder).symlink_to(found / folder)
     fetch("tau_bench_tasks", root, archive=REPO / "tests" / "envs" / "data" / "tau_bench_tasks_59a200c6.tar.gz", quiet=True)
     monkeypatch.setenv("ENVSCHED_DATA", str(root))
     cfg = compose_cfg("evaluate", "experiment=paper_eval")

@@ -15,7 +15,6 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
 from datamodules.datasets import HeldOutTasks
-from envsched_lightning.data.fetch import fetch
 from envsched_lightning.envs.score import score_file
 from envsched_lightning.evaluation import PROMPT_TOO_LONG, aggregate, benchmark_of, greedy_rollouts
 from envsched_lightning.module import TaskBatch
@@ -26,6 +25,7 @@ sys.path.insert(0, str(REPO))  # evaluate.py and train.py are scripts at the rep
 from evaluate import evaluate  # noqa: E402
 from train import drop_unselected_envs  # noqa: E402
 
+from tests.data_roots import data_root  # noqa: E402
 from tests.run_configs import compose_cfg  # noqa: E402
 
 CONF = REPO / "conf"
@@ -157,8 +157,8 @@ def test_real_model_config_composes_with_vllm():
     assert cfg.model.engine._target_.endswith("VLLMEngine") and cfg.model.chat_template_kwargs.enable_thinking is False
 
 
-def test_benchmark_category_with_limit(shared_data, tmp_path):
-    out = evaluate(compose_cfg("evaluate", "env=[bfcl_simple,banking]", f"env.bfcl_simple.data_dir={shared_data}",
+def test_benchmark_category_with_limit(tmp_path):
+    out = evaluate(compose_cfg("evaluate", "env=[bfcl_simple,banking]", f"env.bfcl_simple.data_dir={data_root('bfcl_v3')}",
                                "env.banking.num_tasks=12", "limit=3", "model.grpo.max_seq_len=2048", *FAST,
                                f"output_dir={tmp_path}"))  # fmt: skip
     s = out["scores"]
@@ -169,10 +169,11 @@ def test_benchmark_category_with_limit(shared_data, tmp_path):
     assert all(not e.reason.startswith(PROMPT_TOO_LONG) for e in out["episodes"])
 
 
-def test_acebench_agent_reports_end_state_and_process_accuracy(shared_data, tmp_path):
+def test_acebench_agent_reports_end_state_and_process_accuracy(tmp_path):
+    root = data_root("acebench")
     out = evaluate(compose_cfg("evaluate", "env=[acebench_agent_multi_step,acebench_agent_multi_turn]", "limit=1",
-                               f"env.acebench_agent_multi_step.data_dir={shared_data}",
-                               f"env.acebench_agent_multi_turn.data_dir={shared_data}",
+                               f"env.acebench_agent_multi_step.data_dir={root}",
+                               f"env.acebench_agent_multi_turn.data_dir={root}",
                                "model.grpo.max_seq_len=4096", *FAST, f"output_dir={tmp_path}"))  # fmt: skip
     assert [b.name for b in out["scores"].benchmarks] == ["acebench_agent"]
     metrics = json.loads((tmp_path / "scores.json").read_text())["benchmark_metrics"]
@@ -184,19 +185,13 @@ def test_acebench_agent_reports_end_state_and_process_accuracy(shared_data, tmp_
     assert line["scores"]["end_state"] == line["reward"] and "process" in line["reason"]
 
 
-def _paper_data_root(shared_data: Path, root: Path) -> Path:
-    """BFCL-v3, ACEBench and the tau-bench databases from ../shared/data, and tau-bench's official task lists from
-    the pinned copy in tests/envs/data, unpacked by the project's fetch command (sha256-checked)."""
-    root.mkdir()
-    for folder in ("bfcl_v3", "acebench", "tau_bench"):
-        (root / folder).symlink_to(shared_data / folder)
-    fetch("tau_bench_tasks", root, archive=Path(__file__).parent / "envs" / "data" / "tau_bench_tasks_59a200c6.tar.gz",
-          quiet=True)  # fmt: skip
-    return root
+def _paper_data_root() -> Path:
+    """BFCL-v3, ACEBench, the tau-bench databases and tau-bench's official task lists (tests/data_roots.py)."""
+    return data_root("bfcl_v3", "acebench", "tau_bench", "tau_bench_tasks")
 
 
-def test_paper_evaluation_averages_the_three_suites_and_says_what_differs(shared_data, tmp_path):
-    root = _paper_data_root(shared_data, tmp_path / "data")
+def test_paper_evaluation_averages_the_three_suites_and_says_what_differs(tmp_path):
+    root = _paper_data_root()
     out = evaluate(compose_cfg("evaluate", "experiment=paper_eval", "limit=1", "model.grpo.max_seq_len=4096", *FAST,
                                f"output_dir={tmp_path / 'out'}", *(f"env.{e}.data_dir={root}" for e in PAPER_ENVS)))  # fmt: skip
     assert [b.name for b in out["scores"].benchmarks] == ["bfcl", "tau_bench", "acebench_agent"]
@@ -209,12 +204,12 @@ def test_paper_evaluation_averages_the_three_suites_and_says_what_differs(shared
     assert {e.env for e in out["episodes"]} == set(PAPER_ENVS)
 
 
-def test_one_switch_makes_a_model_play_every_simulated_user(shared_data, tmp_path):
+def test_one_switch_makes_a_model_play_every_simulated_user(tmp_path):
     """`user=model user_model_path=DIR` reaches the three environments with a user and the report names it (the
     model itself is loaded only when an episode needs it: tests/envs/test_users.py plays one)."""
     from evaluate import users_played
 
-    root = _paper_data_root(shared_data, tmp_path / "data")
+    root = _paper_data_root()
     cfg = compose_cfg("evaluate", "experiment=paper_eval", "user=model", f"user_model_path={tmp_path / 'my-user'}")
     names = ("tau_retail_test", "tau_airline_test", "acebench_agent_multi_step", "acebench_agent_multi_turn")
     envs = {n: instantiate(cfg.env[n], data_dir=str(root)) for n in names}
@@ -233,8 +228,8 @@ def test_an_evaluation_experiment_is_refused_by_train():
         train(compose_cfg("train", "experiment=paper_eval"))
 
 
-def test_labelled_unofficial_run(shared_data, tmp_path):
-    out = evaluate(compose_cfg("evaluate", "env=[bfcl_simple]", f"env.bfcl_simple.data_dir={shared_data}",
+def test_labelled_unofficial_run(tmp_path):
+    out = evaluate(compose_cfg("evaluate", "env=[bfcl_simple]", f"env.bfcl_simple.data_dir={data_root('bfcl_v3')}",
                                "env.bfcl_simple.rules=training", "allow_training_rules=true", "limit=1",
                                "model.grpo.max_seq_len=2048", *FAST, f"output_dir={tmp_path}"))  # fmt: skip
     assert not out["official"] and json.loads((tmp_path / "scores.json").read_text())["official"] is False

@@ -13,6 +13,7 @@ from hydra.utils import instantiate
 from benchmarks import grpo_efficiency as ge
 from envsched_lightning.envs import run_scripted
 from envsched_lightning.module import _has_oracle
+from tests.data_roots import data_root
 
 BENCH = ("bfcl_simple", "acebench_normal_similar_api", "tau_retail")
 
@@ -31,8 +32,9 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def test_benchmark_envs_are_cut_to_a_fixed_subset_whose_oracle_solves_every_task(shared_data):
-    cfg = ge._compose(tiny_setup(shared_data, BENCH), "random", 0, shared_data / "unused")
+def test_benchmark_envs_are_cut_to_a_fixed_subset_whose_oracle_solves_every_task():
+    root = data_root("bfcl_v3", "acebench", "tau_bench")
+    cfg = ge._compose(tiny_setup(root, BENCH), "random", 0, root / "unused")
     for name in BENCH:
         env = instantiate(cfg.env[name])
         tasks = env.tasks()
@@ -44,8 +46,8 @@ def test_benchmark_envs_are_cut_to_a_fixed_subset_whose_oracle_solves_every_task
             assert run_scripted(env, task, env.oracle_turns(task))[0].reward == 1.0
 
 
-def test_a_pool_with_a_benchmark_env_trains_and_scores_it_held_out(shared_data, tmp_path, one_thread):
-    setup = tiny_setup(shared_data)
+def test_a_pool_with_a_benchmark_env_trains_and_scores_it_held_out(tmp_path, one_thread):
+    setup = tiny_setup(data_root("bfcl_v3"))
     assert setup.trained_envs == ("banking", "bfcl_simple")
     warm = ge.warm_start(setup, tmp_path)
     assert set(warm["scores"]) == {"banking", "bfcl_simple"} and warm["loss"][1] < warm["loss"][0]

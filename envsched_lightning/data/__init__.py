@@ -6,7 +6,7 @@ Without `--to`, data goes to `default_data_root()`: `$ENVSCHED_DATA` when set, e
 folder; benchmark environments read from there when no `data_dir` is given.
 """
 
-from .fetch import DATA_ENV, FetchError, default_data_root, fetch
+from .fetch import DATA_ENV, FetchError, cache_data_root, default_data_root, fetch
 from .sources import SOURCES, Source, source_for
 
-__all__ = ["DATA_ENV", "FetchError", "SOURCES", "Source", "default_data_root", "fetch", "source_for"]
+__all__ = ["DATA_ENV", "FetchError", "SOURCES", "Source", "cache_data_root", "default_data_root", "fetch", "source_for"]

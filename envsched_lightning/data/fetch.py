@@ -34,11 +34,17 @@ class FetchError(RuntimeError):
 
 
 def default_data_root() -> Path:
-    """`$ENVSCHED_DATA` when set, else `$ENVSCHED_DATA_CACHE`, else the user cache folder
-    (`$XDG_CACHE_HOME` or ~/.cache)/envsched-lightning/data."""
-    for var in (DATA_ENV, "ENVSCHED_DATA_CACHE"):
-        if os.environ.get(var):
-            return Path(os.environ[var]).expanduser()
+    """`$ENVSCHED_DATA` when set, else `cache_data_root()`."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV]).expanduser()
+    return cache_data_root()
+
+
+def cache_data_root() -> Path:
+    """Where `fetch` puts data when `$ENVSCHED_DATA` is not set: `$ENVSCHED_DATA_CACHE`, else the user
+    cache folder (`$XDG_CACHE_HOME` or ~/.cache)/envsched-lightning/data."""
+    if os.environ.get("ENVSCHED_DATA_CACHE"):
+        return Path(os.environ["ENVSCHED_DATA_CACHE"]).expanduser()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "envsched-lightning" / "data"
 

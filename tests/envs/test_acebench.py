@@ -8,7 +8,6 @@ with upstream's own code comes from `tests/official/acebench_diff.py`.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -17,9 +16,10 @@ from envsched_lightning.envs.acebench.normal import CATEGORIES, NORMAL, AceBench
 from envsched_lightning.envs.acebench.official import DecodeError, decode, outer_brackets
 from envsched_lightning.envs.base import ToolCall
 from envsched_lightning.envs.parsing import parse_tool_calls, render_tool_call
+from tests.data_roots import needs, root_with
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")
+DATA = root_with("acebench")
+needs_data = needs("acebench")
 MEASURED = {"records": 973, "official_passed": 944, "training_passed": 973}  # reported in docs/benchmarks.md
 _MULTI_TURN_LISTS = "D2+N10: whitespace stripped from the output, a list inside a dict compared by str()"
 UNPASSABLE = {  # ground truths no output passes under upstream's rules, with the quirk that stops them

@@ -25,9 +25,10 @@ from envsched_lightning.envs.acebench.agent import (
 from envsched_lightning.envs.base import ToolCall, next_turn, play_turn
 from envsched_lightning.envs.parsing import render_tool_call
 from envsched_lightning.envs.users import ScriptedUser
+from tests.data_roots import needs, root_with
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")
+DATA = root_with("acebench")
+needs_data = needs("acebench")
 RECORDED = Path(__file__).parent / "data" / "acebench_agent_official.json.gz"
 
 

@@ -31,10 +31,11 @@ from envsched_lightning.envs.benchmark_files import read_jsonl
 from envsched_lightning.envs.bfcl.languages import UnsupportedType, from_source, hinted_docs, language_of, to_source
 from envsched_lightning.envs.parsing import parse_tool_calls, render_tool_call
 from envsched_lightning.envs.registry import make_env
+from tests.data_roots import missing, needs, root_with
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not (DATA / "bfcl_v3").is_dir(), reason=f"benchmark data not found at {DATA}")
+DATA = root_with("bfcl_v3")
+needs_data = needs("bfcl_v3")
 
 # Records whose possible answer no call can satisfy under the official rules (data defects upstream):
 # a required parameter whose allowed list is empty or only "", or an answer naming an unoffered parameter.
@@ -323,7 +324,7 @@ def test_configs_pin_official_rules_and_accept_training() -> None:
     for path in configs:
         cfg = OmegaConf.load(path)
         assert cfg.rules == "official", path
-        if DATA.is_dir():
+        if not missing("bfcl_v3"):
             env = instantiate(OmegaConf.merge(cfg, {"data_dir": str(DATA), "rules": "training"}))
             assert env.rules == "training"
 

@@ -9,9 +9,10 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from envsched_lightning.envs import env_names
+from tests.data_roots import FOLDERS, config_folders, missing, missing_reason, root_with
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
+DATA = root_with(*FOLDERS)  # every benchmark folder found
 CONFIGS = sorted(p for pat in ("bfcl*.yaml", "acebench*.yaml", "tau_*.yaml") for p in (ROOT / "conf" / "env").glob(pat))
 
 
@@ -29,17 +30,16 @@ def test_missing_data_path_names_the_key(path: Path, monkeypatch: pytest.MonkeyP
         instantiate(OmegaConf.load(path))
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"benchmark data not found at {DATA}")
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
 def test_config_builds_with_data(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folders = config_folders(path.stem, OmegaConf.load(path))
+    refused = path.stem in V4_ONLY and missing("bfcl_v4") and not missing("bfcl_v3")  # v3 data only: refused, saying why
+    if missing(*folders) and not refused:
+        pytest.skip(missing_reason(*folders))
     monkeypatch.setenv("ENVSCHED_DATA", str(DATA))
-    if path.stem in V4_ONLY and not (DATA / "bfcl_v4").is_dir():  # built on v4 data in test_multiturn_categories.py
+    if refused:  # built on v4 data in test_multiturn_categories.py
         with pytest.raises(Exception, match="v4 data only"):  # hydra wraps the ValueError
             instantiate(OmegaConf.load(path))
         return
-    if "tasks" in OmegaConf.load(path) and not (DATA / "tau_bench_tasks").is_dir():  # tests/envs/test_tau_official.py
-        with pytest.raises(Exception, match="fetch tau_bench_tasks"):
-            instantiate(OmegaConf.load(path))
-        return
-    env = instantiate(OmegaConf.load(path))
+    env = instantiate(OmegaConf.load(path))  # task lists (tau_*_test, ...): tests/envs/test_tau_official.py
     assert env.name == path.stem

@@ -1,6 +1,6 @@
 """Fault injection for every environment: hypothesis writes model turns, `turn` and `verify` must hold.
 
-Every `conf/env/*.yaml` is covered (the benchmark ones when `../shared/data` is there). Turns mix
+Every `conf/env/*.yaml` is covered (the benchmark ones when their data is found: tests/data_roots.py). Turns mix
 prose, real tool names of the task with arbitrary JSON arguments (wrong types, nulls, deep lists,
 huge numbers, long strings), malformed blocks and floods of tags. Each turn must come back as
 `ToolResult`s of bounded size, never an exception, and `verify` must give a finite reward in
@@ -20,9 +20,9 @@ from omegaconf import OmegaConf
 
 from envsched_lightning.envs.base import MAX_RESULT_CHARS, ToolCall, ToolResult
 from envsched_lightning.envs.parsing import render_tool_call
+from tests.data_roots import config_folders, data_root
 
 CONF_ENV = Path(__file__).resolve().parents[2] / "conf" / "env"
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 ENV_YAMLS = sorted(CONF_ENV.glob("*.yaml"))
 _ENVS: dict[str, object] = {}
 
@@ -30,13 +30,7 @@ _ENVS: dict[str, object] = {}
 def environment(path: Path):
     node = OmegaConf.load(path)
     if "data_dir" in node:
-        if not DATA.is_dir():
-            pytest.skip(f"benchmark data not found at {DATA}")
-        if path.stem.startswith("bfcl_multi_turn_") and "category" in node and not (DATA / "bfcl_v4").is_dir():
-            pytest.skip(f"{path.stem} needs BFCL v4 data, not at {DATA}")
-        if "tasks" in node and not (DATA / "tau_bench_tasks").is_dir():
-            pytest.skip(f"{path.stem} needs tau-bench's task lists (data fetch tau_bench_tasks), not at {DATA}")
-        node.data_dir = str(DATA)
+        node.data_dir = str(data_root(*config_folders(path.stem, node)))
     if path.stem not in _ENVS:
         _ENVS[path.stem] = instantiate(node)
     return _ENVS[path.stem]

@@ -5,7 +5,6 @@ check against the official code is tests/bfcl/test_multi_turn_agreement.py (scri
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -15,9 +14,10 @@ from envsched_lightning.envs.base import ToolCall
 from envsched_lightning.envs.bfcl.multi_turn import (
     BACKENDS, MAX_STEPS_PER_TURN, MultiTurnEnvironment, World, check_turns, parse_call_string, replay,
 )  # fmt: skip
+from tests.data_roots import needs, root_with
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not (DATA / "bfcl_v3").is_dir(), reason=f"benchmark data not found at {DATA}")
+DATA = root_with("bfcl_v3")
+needs_data = needs("bfcl_v3")
 MEASURED = {"supported": 200, "excluded": 0, "corruptible": 197}  # all eight backends; reported in docs/benchmarks.md
 # Ground-truth calls of the v3 data that fail upstream too, yet pass: `echo` writes only into an
 # existing file; the v3 answers call TradingBot methods the current classes no longer have

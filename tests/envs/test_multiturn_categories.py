@@ -1,7 +1,7 @@
 """BFCL v4 multi-turn categories miss_func, miss_param and long_context (`MultiTurnEnvironment(category=...)`):
 ground truth passes, the turns and tools are the ones upstream's inference sends, wrong behaviour
 fails as upstream's checker fails it. The side-by-side check against the official code is
-tests/bfcl/test_multi_turn_agreement.py. v4 data: `../shared/data/bfcl_v4` when there, else
+tests/bfcl/test_multi_turn_agreement.py. v4 data: `bfcl_v4` where tests/data_roots.py finds it, else
 fetched from the pinned wheel (skipped offline)."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from envsched_lightning.envs.base import ToolCall
 from envsched_lightning.envs.bfcl.multi_turn import (
     REVEAL_PROMPT, MultiTurnEnvironment, World, check_turns, is_long_context, lacks_long_context,
 )  # fmt: skip
+from tests.data_roots import missing, missing_reason, root_with
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "data"
 NEW = ("miss_func", "miss_param", "long_context")
 LONG_CONTEXT_READY = not lacks_long_context()
 # Data quirk: multi_turn_miss_func_49's ground truth calls `tail` in turn 1, two turns before the turn that
@@ -33,15 +33,15 @@ GUESS_PASSES_OFFICIALLY = {"miss_func": 145, "miss_param": 128}
 
 @pytest.fixture(scope="module")
 def v4_root(tmp_path_factory) -> Path:
-    if (SHARED / "bfcl_v4").is_dir():
-        return SHARED
+    if not missing("bfcl_v4"):
+        return root_with("bfcl_v4")
     from envsched_lightning.data import FetchError, fetch
 
     root = tmp_path_factory.mktemp("data")
     try:
         fetch("bfcl", root, quiet=True)  # the pinned bfcl-eval wheel, through pip
     except FetchError as exc:
-        pytest.skip(f"BFCL v4 data not available: {exc}")
+        pytest.skip(f"{missing_reason('bfcl_v4')}; fetching it here failed: {exc}")
     return root
 
 

@@ -10,6 +10,7 @@ import pytest
 from envsched_lightning.envs import Environment, env_names, make_env, register_env
 from envsched_lightning.envs.inspect import main
 from envsched_lightning.envs.registry import builtin_env_names
+from tests.data_roots import data_root
 
 
 def test_builtin_worlds_are_discovered():
@@ -60,13 +61,14 @@ def test_inspect_reports_unknown_names(capsys):
     assert "unknown environment" in capsys.readouterr().err
 
 
-def test_inspect_reads_benchmark_data_from_the_flag_or_envsched_data(capsys, monkeypatch, shared_data):
+def test_inspect_reads_benchmark_data_from_the_flag_or_envsched_data(capsys, monkeypatch):
+    root = data_root("bfcl_v3", "tau_bench")
     monkeypatch.delenv("ENVSCHED_DATA", raising=False)
     assert main(["bfcl_simple"]) == 2
     assert "env.bfcl_simple.data_dir" in capsys.readouterr().err
-    assert main(["bfcl_simple", "tau_retail", "--data", str(shared_data)]) == 0
+    assert main(["bfcl_simple", "tau_retail", "--data", str(root)]) == 0
     assert "tau_retail" in capsys.readouterr().out
-    monkeypatch.setenv("ENVSCHED_DATA", str(shared_data))
+    monkeypatch.setenv("ENVSCHED_DATA", str(root))
     assert main(["bfcl_simple"]) == 0
 
 
@@ -76,9 +78,9 @@ def test_upstream_categories_without_support_are_refused_by_name_with_the_reason
         make_env(name)
 
 
-def test_inspect_all_lists_what_the_data_allows_and_names_what_it_cannot_build(capsys, shared_data):
+def test_inspect_all_lists_what_the_data_allows_and_names_what_it_cannot_build(capsys):
     """v3 data holds no miss_func category: --all lists the rest and says why that one is missing."""
-    assert main(["--all", "--data", str(shared_data)]) == 0
+    assert main(["--all", "--data", str(data_root("bfcl_v3", "acebench", "tau_bench"))]) == 0
     captured = capsys.readouterr()
     assert "bfcl_multi_turn_base" in captured.out and "banking" in captured.out
     assert "bfcl_multi_turn_miss_func: cannot build" in captured.err

@@ -12,6 +12,7 @@ from envsched_lightning.envs.oracle import oracle_turns
 from envsched_lightning.envs.parsing import render_assistant_turn
 from envsched_lightning.envs.registry import make_env
 from envsched_lightning.envs.score import main, score_file
+from tests.data_roots import data_root
 
 N = 25  # BFCL simple tasks scored (each one is a few milliseconds)
 
@@ -26,8 +27,9 @@ def qwen3_text(calls) -> str:
     return render_assistant_turn("", calls)
 
 
-def test_bfcl_simple_ground_truth_scores_one_garbage_zero_bad_lines_named(shared_data, tmp_path, capsys):
-    env = make_env("bfcl_simple", data_dir=shared_data)
+def test_bfcl_simple_ground_truth_scores_one_garbage_zero_bad_lines_named(tmp_path, capsys):
+    root = data_root("bfcl_v3")
+    env = make_env("bfcl_simple", data_dir=root)
     tasks = env.tasks()[:N]
     good = [{"id": t.spec.task_id, "output": qwen3_text(ground_truth_calls(t.ground_truth["question"], t.ground_truth["possible_answer"]))}
             for t in tasks[:-1]]  # fmt: skip
@@ -38,7 +40,7 @@ def test_bfcl_simple_ground_truth_scores_one_garbage_zero_bad_lines_named(shared
         {"id": "simple_100", "output": 7}, *good[3:], garbage,
     ])  # fmt: skip
     verdicts_path = tmp_path / "verdicts.jsonl"
-    assert main(["--env", "bfcl_simple", "--outputs", str(outputs), "--data", str(shared_data), "--out", str(verdicts_path)]) == 0
+    assert main(["--env", "bfcl_simple", "--outputs", str(outputs), "--data", str(root), "--out", str(verdicts_path)]) == 0
     out, err = capsys.readouterr()
     verdicts = [json.loads(line) for line in verdicts_path.read_text().splitlines()]
     assert [v["id"] for v in verdicts] == [t.spec.task_id for t in tasks]
@@ -49,7 +51,7 @@ def test_bfcl_simple_ground_truth_scores_one_garbage_zero_bad_lines_named(shared
     for lineno, why in ((4, "not JSON"), (5, "expected an object with an 'id' field"), (6, "unknown id 'simple_999999'"),
                         (7, "duplicate id 'simple_0' (first on line 1)"), (8, "id 'simple_100': 'output' must be a string")):  # fmt: skip
         assert f"{outputs}:{lineno}: {why}" in err
-    assert main(["--env", "bfcl_simple", "--outputs", str(outputs), "--data", str(shared_data), "--out", str(verdicts_path),
+    assert main(["--env", "bfcl_simple", "--outputs", str(outputs), "--data", str(root), "--out", str(verdicts_path),
                  "--strict"]) == 1  # fmt: skip
 
 
@@ -64,8 +66,8 @@ def test_multi_turn_and_stateful_envs_take_turn_lists(tmp_path):
     assert [v["turns_played"] for v in verdicts[:6]] == [len(x["turns"]) for x in lines[:6]]
 
 
-def test_bfcl_multi_turn_plays_every_user_turn(shared_data, tmp_path):
-    env = make_env("bfcl_multi_turn_base", data_dir=shared_data)
+def test_bfcl_multi_turn_plays_every_user_turn(tmp_path):
+    env = make_env("bfcl_multi_turn_base", data_dir=data_root("bfcl_v3"))
     tasks = env.tasks()[:3]
     lines = [{"id": t.spec.task_id, "turns": env.oracle_turns(t)} for t in tasks]
     lines.append({"id": tasks[0].spec.task_id, "turns": ["Done."]})  # duplicate: reported, not scored

@@ -8,6 +8,7 @@ import pytest
 
 from envsched_lightning.envs import make_env
 from envsched_lightning.envs.benchmark_files import field_types, read_jsonl
+from tests.data_roots import data_root
 
 GOOD = {"id": "simple_0", "question": [[{"role": "user", "content": "hi"}]],
         "function": [{"name": "f", "description": "d", "parameters": {"type": "dict", "properties": {}, "required": []}}]}  # fmt: skip
@@ -44,11 +45,11 @@ def test_a_bfcl_question_file_with_a_string_question_fails_at_load_naming_it(tmp
         make_env("bfcl_simple", data_dir=str(tmp_path)).tasks()
 
 
-def test_a_tau_task_whose_ground_truth_fails_is_refused_at_load_by_id(tmp_path, shared_data):
+def test_a_tau_task_whose_ground_truth_fails_is_refused_at_load_by_id(tmp_path):
     path = tmp_path / "tasks.jsonl"
     bad = {"task_id": "t_bad", "instruction": "x", "actions": [{"name": "get_user_details", "kwargs": {"user_id": 5}}],
            "outputs": []}  # fmt: skip
     write(path, json.dumps(bad).encode())
-    env = make_env("tau_retail", data_dir=str(shared_data), tasks_path=str(path))
+    env = make_env("tau_retail", data_dir=str(data_root("tau_bench")), tasks_path=str(path))
     with pytest.raises(ValueError, match=r"tau_retail task 't_bad': ground-truth action 0 \(get_user_details\) fails"):
         env.tasks()

@@ -18,10 +18,11 @@ from envsched_lightning.envs import make_env
 from envsched_lightning.envs.tau.backends.common import calculate, call_error
 from envsched_lightning.envs.base import ToolCall
 from envsched_lightning.envs.tau.environment import READ_ONLY, TauEnvironment, load_task_file
+from tests.data_roots import needs, root_with
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not (DATA / "tau_bench").is_dir(), reason=f"benchmark data not found at {DATA}")
+DATA = root_with("tau_bench")
+needs_data = needs("tau_bench")
 
 
 @pytest.fixture(scope="module", params=["retail", "airline"])

@@ -1,42 +1,34 @@
 """tau-bench's own task lists: read as literal data (never run), replayed to their reward, played with the scripted user.
 
-The official task files are not in ../shared/data. The replay test takes them, in this order, from a data root
-given with ENVSCHED_TEST_DATA, from ../shared/data, or from `data/tau_bench_tasks_59a200c6.tar.gz`: the five files
-of the pinned commit (four task lists and the MIT license) cut from upstream's source archive, unpacked by the
-project's own `python -m envsched_lightning.data fetch tau_bench_tasks --archive FILE`, which checks each file's
-sha256 at the pinned commit. The other tests build their own files.
+The replay test takes the official task files from where tests/data_roots.py finds `tau_bench_tasks` (the
+data root a user fetched), else from `data/tau_bench_tasks_59a200c6.tar.gz`: the five files of the pinned
+commit (four task lists and the MIT license) cut from upstream's source archive, unpacked by the project's own
+`python -m envsched_lightning.data fetch tau_bench_tasks --archive FILE`, which checks each file's sha256 at
+the pinned commit. The other tests build their own files.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from envsched_lightning.data.fetch import fetch
 from envsched_lightning.envs import make_env
 from envsched_lightning.envs.base import ToolCall, next_turn
 from envsched_lightning.envs.parsing import render_tool_call
 from envsched_lightning.envs.tau.environment import STOP, TauEnvironment
 from envsched_lightning.envs.tau.official_tasks import read_task_module
+from tests.data_roots import data_root, needs, root_with
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-ROOT = Path(os.environ.get("ENVSCHED_TEST_DATA") or SHARED)
-PINNED_TASKS = Path(__file__).parent / "data" / "tau_bench_tasks_59a200c6.tar.gz"
-needs_db = pytest.mark.skipif(not (SHARED / "tau_bench").is_dir(), reason=f"tau-bench data not found at {SHARED}")
+TAU_DB = root_with("tau_bench") / "tau_bench"
+needs_db = needs("tau_bench")
 
 
 @pytest.fixture(scope="module")
-def official_root(tmp_path_factory) -> Path:
+def official_root() -> Path:
     """A data root with tau-bench's databases and its official task lists (see the module docstring)."""
-    if (ROOT / "tau_bench_tasks").is_dir() and (ROOT / "tau_bench").is_dir():
-        return ROOT
-    root = tmp_path_factory.mktemp("tau_official")
-    fetch("tau_bench_tasks", root, archive=PINNED_TASKS, quiet=True)
-    (root / "tau_bench").symlink_to(SHARED / "tau_bench")
-    return root
+    return data_root("tau_bench", "tau_bench_tasks")
 
 TASK_FILE = '''from tau_bench.types import Action, Task
 
@@ -58,7 +50,7 @@ TASKS_TEST = [
 def _official_root(tmp_path: Path, text: str = TASK_FILE) -> Path:
     (tmp_path / "tau_bench_tasks" / "retail").mkdir(parents=True)
     (tmp_path / "tau_bench_tasks" / "retail" / "tasks_test.py").write_text(text)
-    (tmp_path / "tau_bench").symlink_to(SHARED / "tau_bench")
+    (tmp_path / "tau_bench").symlink_to(TAU_DB)
     return tmp_path
 
 
@@ -112,7 +104,7 @@ def test_the_scripted_user_answers_questions_and_every_reply_counts_for_the_outp
 
 @needs_db
 def test_missing_task_files_name_the_fetch_command(tmp_path):
-    (tmp_path / "tau_bench").symlink_to(SHARED / "tau_bench")
+    (tmp_path / "tau_bench").symlink_to(TAU_DB)
     with pytest.raises(FileNotFoundError, match="data fetch tau_bench_tasks"):
         TauEnvironment("retail", data_dir=str(tmp_path), tasks="train")
     with pytest.raises(ValueError, match="airline has no official 'dev' tasks"):

@@ -3,7 +3,6 @@ tests/smollm2/test_model_user.py plays it with SmolLM2-135M-Instruct)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from envsched_lightning.envs.acebench.agent import FINISH, AceBenchAgentEnvironm
 from envsched_lightning.envs.base import next_turn
 from envsched_lightning.envs.users import ModelUser, ScriptedUser, UserSettings, first_person, shared_chat_model
 from envsched_lightning.models import tiny_qwen3_policy
+from tests.data_roots import needs, root_with
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA = root_with("acebench")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_a_model_user_replies_from_its_rules_and_counts_its_cost(user_folder):
     assert again.opening() == opening  # greedy: the same opening every time
 
 
-@pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")
+@needs("acebench")
 def test_an_environment_plays_its_tasks_with_a_model_user(user_folder):
     env = AceBenchAgentEnvironment("agent_multi_turn", data_dir=DATA, user="model", user_model_path=user_folder,
                                    user_max_new_tokens=6)  # fmt: skip
@@ -66,7 +66,7 @@ def test_an_environment_plays_its_tasks_with_a_model_user(user_folder):
     assert verdict.scores["user_tokens"] <= 6
 
 
-@pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")
+@needs("acebench")
 def test_a_model_users_openings_are_made_only_for_the_tasks_a_run_plays(user_folder, monkeypatch):
     """Listing 30 tasks must not cost 30 generations (`limit=1` on a model user's list would pay for all of them)."""
     made = []
@@ -81,7 +81,7 @@ def test_a_model_users_openings_are_made_only_for_the_tasks_a_run_plays(user_fol
     assert dict(tasks[0].messages[-1]) == first and len(made) == 1  # made once, then kept
 
 
-@pytest.mark.skipif(not (DATA / "acebench").is_dir(), reason=f"benchmark data not found at {DATA}")
+@needs("acebench")
 def test_resetting_episodes_and_building_a_tokenizer_corpus_generate_nothing(user_folder, monkeypatch):
     """A tiny model's tokenizer is trained on every task's scripted episode: with a model user that must not
     generate 30 openings (the rehearsal and `evaluate.py` on the tiny model build one)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +19,10 @@ from envsched_lightning.envs.base import MAX_RESULT_CHARS, ToolCall, Verdict
 from envsched_lightning.envs.parsing import render_tool_call
 from envsched_lightning.models import build_offline_tokenizer
 from envsched_lightning.rollout import INVALID_REWARD, Completion, default_oracle, oracle_rollouts, rollout_episodes
+from tests.data_roots import needs, root_with
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not (DATA / "bfcl_v3").is_dir(), reason=f"benchmark data not found at {DATA}")
+DATA = root_with("bfcl_v3", "tau_bench")
+needs_data = needs("bfcl_v3", "tau_bench")  # the adversarial turns play tau_retail too
 
 
 def call(name: str, **arguments) -> str:

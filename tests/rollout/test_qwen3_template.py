@@ -16,6 +16,7 @@ from envsched_lightning.envs.parsing import render_tool_call
 from envsched_lightning.models import build_offline_tokenizer, reference_chat_template
 from envsched_lightning.rollout import oracle_rollouts
 
+from tests.data_roots import data_root
 from tests.envs.helpers import build, builtin_yamls
 from tests.rollout.helpers import spans
 
@@ -71,8 +72,8 @@ def benchmark_script(task, env):
 
 
 @pytest.mark.parametrize("name", ["bfcl_multi_turn_base", "tau_retail", "tau_airline"])
-def test_scripted_episodes_of_multi_turn_benchmarks(name, shared_data):
-    env = make_env(name, data_dir=str(shared_data))
+def test_scripted_episodes_of_multi_turn_benchmarks(name):
+    env = make_env(name, data_dir=str(data_root("tau_bench" if name.startswith("tau_") else "bfcl_v3")))
     tok = qwen3_tokenizer(env)
     tasks = [t for t in env.tasks() if benchmark_script(t, env)[:-1]][:5]
     batch = oracle_rollouts(tok, [(t, env) for t in tasks], oracle=benchmark_script, chat_template_kwargs=KW,

@@ -3,15 +3,12 @@ same verdict: both follow `envs.base.play_turn`. The loop plays the same texts t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from envsched_lightning.envs import make_env
 from envsched_lightning.envs.score import replay
 from envsched_lightning.rollout.agent_loop import default_oracle, oracle_rollouts
-
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from tests.data_roots import data_root
 
 
 def scripts(task, env) -> dict[str, list[str]]:
@@ -27,9 +24,7 @@ def scripts(task, env) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("env_name", ["banking", "acebench_agent_multi_turn"])
 def test_replay_and_the_agent_loop_agree_turn_by_turn(tiny_policy, env_name):
-    if env_name.startswith("acebench") and not (SHARED_DATA / "acebench").is_dir():
-        pytest.skip(f"ACEBench data not found at {SHARED_DATA}")
-    env = make_env(env_name, data_dir=str(SHARED_DATA)) if env_name.startswith("acebench") else make_env(env_name)
+    env = make_env(env_name, data_dir=str(data_root("acebench"))) if env_name.startswith("acebench") else make_env(env_name)
     checked = 0
     for task in env.tasks()[:3]:
         for name, texts in scripts(task, env).items():

@@ -16,6 +16,7 @@ from envsched_lightning.scheduling.constraints import SimilarityPenalty
 from envsched_lightning.scheduling.near_copies import near_copy_groups
 from envsched_lightning.scheduling.selection import fill_batch
 from envsched_lightning.scheduling.task_table import TaskTable, as_task_table
+from tests.data_roots import data_root
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
 
@@ -131,11 +132,10 @@ def test_the_penalty_callback_keeps_the_schedulers_own_near_copy_setting_unless_
         SimilarityPenaltyCallback(copy_decay=1.5)
 
 
-@pytest.mark.usefixtures("shared_data")
-def test_bfcl_live_tasks_that_offer_one_api_document_are_one_group(shared_data):
+def test_bfcl_live_tasks_that_offer_one_api_document_are_one_group():
     from envsched_lightning.envs.bfcl.single_turn import BfclEnvironment
 
-    tasks = BfclEnvironment("live_irrelevance", data_dir=shared_data / "bfcl_v3").tasks()
+    tasks = BfclEnvironment("live_irrelevance", data_dir=data_root("bfcl_v3") / "bfcl_v3").tasks()
     specs = [t.spec for t in tasks]
     groups = near_copy_groups(as_task_table(specs))
     by_doc = collections.defaultdict(list)
