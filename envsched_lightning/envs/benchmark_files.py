@@ -41,6 +41,16 @@ def resolve_data_dir(env_name: str, data_dir: str | os.PathLike[str] | None, sub
     return path
 
 
+def read_utf8(path: str | os.PathLike[str]) -> str:
+    """A whole file's text; bytes that are not UTF-8 are an error naming `path:line`."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def read_jsonl(
     path: str | os.PathLike[str], key: str = "id", check: Callable[[dict[str, Any]], str | None] | None = None
 ) -> list[dict[str, Any]]:

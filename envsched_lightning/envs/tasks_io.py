@@ -74,11 +74,15 @@ def load_tasks_jsonl(path: str | Path) -> list[Draft]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: task file not found")
     drafts, ids = [], set()
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 draft = _draft(json.loads(line), lineno, where)
             except (ValueError, RecursionError) as e:

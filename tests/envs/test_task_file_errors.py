@@ -53,3 +53,20 @@ def test_a_tau_task_whose_ground_truth_fails_is_refused_at_load_by_id(tmp_path):
     env = make_env("tau_retail", data_dir=str(data_root("tau_bench")), tasks_path=str(path))
     with pytest.raises(ValueError, match=r"tau_retail task 't_bad': ground-truth action 0 \(get_user_details\) fails"):
         env.tasks()
+
+
+def test_every_task_reader_names_path_and_line_for_bytes_that_are_not_utf8(tmp_path):
+    from envsched_lightning.envs.benchmark_files import read_utf8
+    from envsched_lightning.envs.tasks_io import load_tasks_jsonl
+    from envsched_lightning.envs.tau.official_tasks import read_task_module
+
+    world_tasks = tmp_path / "world.jsonl"
+    write(world_tasks, b"", b"\xff\xfe")  # a blank first line, then bytes that are not UTF-8
+    with pytest.raises(ValueError, match=f"{world_tasks}:2: not UTF-8 text"):
+        load_tasks_jsonl(world_tasks)
+    tau_module = tmp_path / "tasks_test.py"
+    write(tau_module, b"TASKS = [", b"    'caf\xe9',", b"]")
+    with pytest.raises(ValueError, match=f"{tau_module}:2: not UTF-8 text"):
+        read_task_module(tau_module, "test")
+    with pytest.raises(ValueError, match=f"{tau_module}:2: not UTF-8 text"):
+        read_utf8(tau_module)

@@ -34,7 +34,7 @@ from envsched_lightning.envs.tau.backends.common import SharedDatabase, TauDomai
 from envsched_lightning.envs.tau.backends.retail import RetailTools
 from envsched_lightning.envs.task_text import task_text
 from envsched_lightning.envs.base import Environment, Episode, Task, ToolCall, ToolResult, Verdict
-from envsched_lightning.envs.benchmark_files import pattern_features, read_jsonl, resolve_data_dir
+from envsched_lightning.envs.benchmark_files import pattern_features, read_jsonl, read_utf8, resolve_data_dir
 from envsched_lightning.envs.registry import register_env
 from envsched_lightning.envs.tau.official_tasks import SPLITS, read_task_module, task_file
 from envsched_lightning.envs.users import TAU_STOP, TAU_USER, UserSettings, UserSimulator
@@ -165,8 +165,8 @@ class TauEnvironment(Environment):
         for name in DOMAINS[self.domain].files:
             path = self.data_dir / f"{name}.json"
             try:
-                tables[name] = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
+                tables[name] = json.loads(read_utf8(path))
+            except (OSError, ValueError) as exc:  # (a JSON error is a ValueError; undecodable bytes say path:line)
                 raise ValueError(f"{path}: cannot read tau-bench table ({exc})") from None
         return SharedDatabase(tables)
 

@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from envsched_lightning.envs.benchmark_files import read_utf8
+
 SPLITS: dict[str, tuple[str, ...]] = {"retail": ("test", "train", "dev"), "airline": ("test",)}
 CONSTRUCTORS = frozenset({"Task", "Action"})  # upstream's pydantic models: read as their keyword arguments
 
@@ -41,7 +43,7 @@ def read_task_module(path: str | os.PathLike[str], prefix: str) -> list[dict[str
     """The tasks of one upstream task file, each with `task_id` = `{prefix}_{index}` (upstream's task index)."""
     path = Path(path)
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(read_utf8(path), filename=str(path))
     except (OSError, SyntaxError, ValueError) as exc:
         raise ValueError(f"{path}: cannot read the task file ({type(exc).__name__}: {exc})") from None
     lists = [n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, ast.List)]
