@@ -81,8 +81,10 @@ def check_checkpoint(path: str, datamodule: Any, without_scheduler: bool) -> tup
     Without the DataModule's state the run would resume the model with a fresh scheduler history
     (every task unseen again); `resume_without_scheduler=true` does that on purpose (its step is 0).
     The state must be this scheduler's, over this task pool: another one's would fail inside fit."""
-    from envsched_lightning.checkpoints import read_checkpoint
+    from envsched_lightning.checkpoints import read_checkpoint, remove_stale_temporaries
 
+    for leftover in remove_stale_temporaries(Path(path).parent):  # a resume saves into a new run folder
+        log.info("removed %s, left by a save that was killed mid-write", leftover)
     ckpt = read_checkpoint(path, mmap=True)  # keys only: Lightning reads it next
     key = type(datamodule).__qualname__
     if key not in ckpt and not without_scheduler:

@@ -291,6 +291,24 @@ def test_a_save_killed_midway_leaves_a_file_the_next_save_removes(tmp_path):
     assert read_state(path) == {"step": 2} and not partial.exists()
 
 
+def test_a_resume_removes_what_a_killed_save_left_beside_its_checkpoint(finished_run, tmp_path):
+    """A resumed run saves into its own new folder, so the folder it resumes from is swept when it is read."""
+    import shutil
+
+    from train import check_checkpoint
+
+    result, _ = finished_run
+    ckpt = tmp_path / "last.ckpt"
+    shutil.copy(result["checkpoint"], ckpt)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    partial = tmp_path / f".last.ckpt.tmp-{child.pid}"
+    partial.write_bytes(b"\0" * 1000)
+    child.kill()
+    child.wait()
+    step, _ = check_checkpoint(str(ckpt), result["objects"]["datamodule"], without_scheduler=False)
+    assert step == 2 and not partial.exists()
+
+
 def test_two_runs_started_in_the_same_second_get_their_own_folders(tmp_path):
     from envsched_lightning import run_dirs
 
