@@ -176,9 +176,18 @@ class EnvSchedSampler(_SamplerBase):
         return to_safe({"scheduler": self.scheduler.state_dict(), "drawn": drawn, "queue": list(self._queue)})
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Every field range-checked before any is set: a queue of `-1`s would draw one row again and again."""
         state = from_safe(state)
+        drawn, queue = state.get("drawn"), state.get("queue")
+        if isinstance(drawn, bool) or not isinstance(drawn, int) or not 0 <= drawn < max(len(self), 1):
+            raise ValueError(f"sampler state: drawn={drawn!r} is not a position in an epoch of {len(self)} draws")
+        tasks = self.scheduler.num_tasks  # the queue holds the scheduler's task indices
+        if (not isinstance(queue, list) or len(queue) > self.batch_size or len(set(queue)) != len(queue)
+                or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < tasks for i in queue)):  # fmt: skip
+            raise ValueError(f"sampler state: queue={str(queue)[:80]} is not at most {self.batch_size} distinct task "
+                             f"indices in [0, {tasks})")  # fmt: skip
         self.scheduler.load_state_dict(state["scheduler"])
-        self._drawn, self._queue = int(state["drawn"]), [int(i) for i in state["queue"]]
+        self._drawn, self._queue = drawn, list(queue)
 
 
 class CurriculumFeedback:
