@@ -281,32 +281,3 @@ def test_a_resumed_run_goes_on_to_steps_across_epoch_boundaries(tmp_path, per_ep
     assert "eval/score" in more["metrics"]
     with pytest.raises(ValueError, match=rf"steps={first}: ckpt_path=.* is at GRPO step {first} already"):
         train(tiny_cfg(tmp_path / "c", *common, f"steps={first}", f"ckpt_path={ckpt}", "model._target_=no.such.Module"))
-
-
-def test_compare_reads_run_folders_into_one_figure_and_table(tmp_path, capsys, monkeypatch):
-    """`python -m envsched_lightning.compare RUN RUN`: the runs' own metrics.csv, one row and curve per run."""
-    from envsched_lightning.compare import main as compare, read_run
-
-    folders = []
-    for scheduler in ("envsched", "random"):
-        out = train(tiny_cfg(tmp_path / scheduler, f"scheduler={scheduler}", "steps=2", "data.steps_per_epoch=2",
-                             "model.warm_start.steps=0", "~callbacks.scheduling_logger", "logger=csv"))  # fmt: skip
-        folders.append(tmp_path / scheduler)
-        run = read_run(tmp_path / scheduler)
-        assert run.scheduler == scheduler and [s for s, _ in run.curves["reward"]] == [0, 1]
-        assert run.last("held_out") == pytest.approx(out["metrics"]["eval/score"])
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    compare([*map(str, folders), "--out", str(tmp_path / "cmp"), "--wandb", "envsched-compare"])
-    text = capsys.readouterr().out
-    assert "| envsched |" in text and "| random |" in text and (tmp_path / "cmp.png").stat().st_size > 10_000
-    (run,) = (tmp_path / "cmp_wandb" / "wandb").glob("offline-run-*")  # the same comparison as a W&B run
-    assert f"W&B run: {run}" in text
-    media = run / "files" / "media"
-    (logged,) = (media / "table" / "compare").glob("table_*.table.json")
-    assert [row[1] for row in json.loads(logged.read_text())["data"]] == ["envsched", "random"]
-    for key in ("reward", "zero_var", "held_out"):  # a line panel per curve, a line per run
-        (panel,) = (media / "table" / "compare").glob(f"{key}_table_*.table.json")
-        assert {row[1] for row in json.loads(panel.read_text())["data"]} == {r.label for r in map(read_run, folders)}
-    assert list((media / "images" / "compare").glob("figure_*.png"))
-    with pytest.raises(FileNotFoundError, match="no csv/version_\\*/metrics.csv"):
-        read_run(tmp_path / "nothing-here")
