@@ -470,7 +470,7 @@ class GRPOModule(LightningModule):
         if self.trainer.sanity_checking and not scores_every_task(self.trainer):
             return  # a partial sanity check only tries the loop out: no score of the run
         step = grpo_step(self.trainer)
-        if self.trainer.is_global_zero and step is not None:
+        if self.trainer.is_global_zero and step is not None and self.trainer.state.fn == "fit":  # not trainer.validate()
             beside_csv = next((lg.log_dir for lg in self.loggers if isinstance(lg, CSVLogger)), None)  # `compare` reads both
             append_eval(beside_csv or self.trainer.default_root_dir, step, self.last_eval)
             if self.trainer.sanity_checking:  # Lightning logs nothing then: the score before training, by hand

@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # train.py is a script at the repository root, not a package module
 from train import train  # noqa: E402
 
-from envsched_lightning.compare import figure, main as compare, read_run, smoothed  # noqa: E402
+from envsched_lightning.compare import figure, read_run, smoothed  # noqa: E402
+from envsched_lightning.compare import main as compare  # noqa: E402
 from envsched_lightning.eval_log import EVAL_TASKS  # noqa: E402
 from tests.run_configs import tiny_cfg  # noqa: E402
 
@@ -90,7 +91,7 @@ def test_the_figure_shows_every_run_held_out_and_smooths_only_on_request(runs):
     assert [list(ln.get_xdata()) for ln in reward.get_lines()] == [[1, 2, 3, 4]] * len(curves)  # 1-based, raw
     reward, _, _ = figure(curves, smooth=3).axes
     lines = reward.get_lines()
-    assert len(lines) == 2 * len(curves) and sorted(ln.get_alpha() or 1 for ln in lines)[0] < 0.5  # raw, faint
+    assert [ln.get_alpha() for ln in lines] == [0.25, None] * len(curves)  # per run: raw, faint, then smoothed
     raw = [v for _, v in curves[0].curves["reward"]]
     assert list(lines[1].get_ydata()) == pytest.approx(smoothed(raw, 3))
     assert smoothed([0.0, 1.0, 2.0, 3.0], 2) == [0.0, 0.5, 1.5, 2.5]
