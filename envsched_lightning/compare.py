@@ -37,8 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from envsched_lightning.eval_log import EVAL_TASKS, EvalRecord, read_evals
-from envsched_lightning.evaluation import PairedChange, paired_change
+from envsched_lightning.eval_log import EVAL_TASKS, EvalRecord, PairedChange, paired_change, read_evals
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

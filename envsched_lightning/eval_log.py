@@ -3,10 +3,11 @@
 Steps are GRPO steps, 1-based: step k is the k-th GRPO step of the whole run (a resumed run goes on
 counting), and step 0 is "before training" (the warm start's numbers and a whole-set sanity check).
 Each evaluation's per-task rewards go, one JSON line per evaluation, to `EVAL_TASKS` in the
-logger's directory (beside `metrics.csv`): the console's paired before/after change needs the
-rewards task by task, and the means in `metrics.csv` cannot give it.
+logger's directory (beside `metrics.csv`): the paired before/after change (`paired_change`, what the
+console summary and `compare` both print) needs the rewards task by task, and the means in
+`metrics.csv` cannot give it.
 
-No Lightning import at module level: `compare` reads the file without a training stack.
+Nothing heavy is imported (no torch, transformers or Lightning): `compare` reads runs without a training stack.
 """
 
 from __future__ import annotations
@@ -55,3 +56,35 @@ def read_evals(path: str | Path) -> list[EvalRecord]:
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise ValueError(f"{path}:{n}: not an evaluation record ({err})") from None
     return sorted(records, key=lambda r: r.step)
+
+
+class PairedChange(NamedTuple):
+    """The change of a score between two evaluations of the same tasks, with its uncertainty."""
+
+    mean: float  # mean per-task change (after - before)
+    stderr: float  # standard error of that mean over tasks (0 with one task)
+    tasks: int  # tasks scored both times
+
+    @property
+    def within_noise(self) -> bool:
+        """Inside two standard errors of zero: another draw of held-out tasks could flip its sign."""
+        return abs(self.mean) <= 2 * self.stderr
+
+    def describe(self) -> str:
+        verdict = "within noise" if self.within_noise else "beyond noise"
+        return f"change {self.mean:+.3f} +- {2 * self.stderr:.3f} (2 s.e. over {self.tasks} tasks: {verdict})"
+
+
+def paired_change(before: Mapping[str, float], after: Mapping[str, float]) -> PairedChange | None:
+    """Per-task differences over the tasks both evaluations scored (task key -> reward); None if none.
+
+    Paired by task, so the spread of task difficulty cancels and what is left is how much the
+    scores moved, and how evenly: the standard error says how far the mean change would move
+    with another draw of held-out tasks of the same size."""
+    keys = sorted(before.keys() & after.keys())
+    if not keys:
+        return None
+    diffs = [float(after[k]) - float(before[k]) for k in keys]
+    mean = sum(diffs) / len(diffs)
+    var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) if len(diffs) > 1 else 0.0
+    return PairedChange(mean, (var / len(diffs)) ** 0.5, len(diffs))
