@@ -118,7 +118,8 @@ class SchedulingLoggerCallback(Callback):
         if decision is None or not groups:
             return
         rounds = getattr(dm, "step_rounds", None) or [(decision, groups)]  # more than one with dynamic sampling
-        step = dm.step - 1 if isinstance(getattr(dm, "step", None), int) else decision.step  # the GRPO step just run
+        # the GRPO step just run, 1-based as in metrics.csv and on the console (the scheduler's decisions count from 0)
+        step = dm.step if isinstance(getattr(dm, "step", None), int) else decision.step + 1
         rows, env_counts = [], dict.fromkeys(self.env_names, 0)
         for k, (round_decision, round_groups) in enumerate(rounds):
             tag = {"round": k} if len(rounds) > 1 else {}
@@ -159,7 +160,7 @@ class SchedulingLoggerCallback(Callback):
             for lg in wandb:
                 columns = list(dict.fromkeys(c for r in rows for c in r))  # COLUMNS, then the scheduler's own
                 lg.log_table("sched/decisions", columns=columns, data=[[r.get(c) for c in columns] for r in rows])
-        if (step + 1) % self.plot_every == 0:
+        if step % self.plot_every == 0:
             self._plot(trainer, wandb)
 
     def _plot(self, trainer: Trainer, wandb: list[WandbLogger]) -> None:

@@ -1,13 +1,24 @@
 """Compare training runs from their folders: one figure of their curves and a table.
 
-    python -m envsched_lightning.compare outputs/2026-12-05/10-00-00 outputs/2026-12-05/10-20-00 [--out compare]
+    python -m envsched_lightning.compare outputs/2026-12-05/10-00-00 outputs/2026-12-05/10-20-00 [--out compare] [--smooth 5]
 
 Each folder is what `python train.py` wrote with the CSV logger (the CPU default): its newest
-`csv/version_*/metrics.csv`, and `config_resolved.yaml` for the run's scheduler and seed. The figure
-has three panels over GRPO steps: the training batch reward (`rollout/reward_mean`), the share of
-zero-variance groups (`rollout/zero_var_frac`) and the held-out score (`eval/score`); the table gives
-per run its steps, the last held-out score and the change from the first, the mean zero-variance
-share and the mean reward. Written as `<out>.png` and `<out>.md`, and the table is printed.
+`csv/version_*/metrics.csv` (with `eval_tasks.jsonl` beside it), and `config_resolved.yaml` for the
+run's scheduler and seed. Steps are GRPO steps as the console counts them: step k is the k-th GRPO
+step and step 0 is before training (the held-out score of a whole-set sanity check,
+`num_sanity_val_steps=-1` as in the CPU default). The figure has three panels over GRPO steps: the
+training batch reward (`rollout/reward_mean`), the share of zero-variance groups
+(`rollout/zero_var_frac`) and the held-out score (`eval/score`, a marker per evaluation and a marker
+shape per run, runs set slightly apart on the step axis so none hides another); `--smooth K` draws
+the two training curves as a trailing mean over K steps over the raw ones, faint. The table gives
+per run its steps, the first and last held-out scores, the change between them with its two standard
+errors, the mean zero-variance share and the mean reward; under it a line per run says the change
+in the words of the run's console summary. Written as `<out>.png` and `<out>.md`, and printed.
+
+The held-out change is the console's: from the first evaluation (before training, when the run
+evaluated then) to the last, paired by task from `eval_tasks.jsonl` (the mean per-task change and
+two standard errors over the tasks both evaluations scored). A run folder without that file gives
+the change of the means in `metrics.csv` and no standard error, and says so.
 
 `--wandb PROJECT` also logs the comparison as a W&B run (`job_type=compare`): one line panel per
 curve with a line per run, the table and the figure. With `WANDB_MODE=offline` it lands under
@@ -19,26 +30,58 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from envsched_lightning.eval_log import EVAL_TASKS, EvalRecord, PairedChange, paired_change, read_evals
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SERIES = {"reward": "rollout/reward_mean", "zero_var": "rollout/zero_var_frac", "held_out": "eval/score"}
 TITLES = {"reward": "training batch reward", "zero_var": "zero-variance groups (share)", "held_out": "held-out score"}
-COLUMNS = ["run", "scheduler", "seed", "steps", "held-out (last)", "held-out change", "zero-variance share",
-           "batch reward"]  # fmt: skip
+COLUMNS = ["run", "scheduler", "seed", "steps", "held-out (first)", "held-out (last)", "held-out change", "2 s.e.",
+           "zero-variance share", "batch reward"]  # fmt: skip
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")  # one per run in the held-out panel
+
+
+class HeldOutChange(NamedTuple):
+    """A run's held-out change from its first evaluation to its last, as the console summary gives it."""
+
+    first_step: int
+    last_step: int
+    first: float
+    last: float
+    paired: PairedChange | None  # per task, with its standard error; None: only the means were logged
+
+    @property
+    def mean(self) -> float:
+        return self.paired.mean if self.paired is not None else self.last - self.first
+
+    def describe(self) -> str:
+        """The console summary's words: `held-out score A -> B (change ...)`, then where the numbers come from."""
+        if self.paired is not None:
+            change, source = self.paired.describe(), f"paired by task from {EVAL_TASKS}"
+        else:
+            change, source = f"change {self.mean:+.3f}", f"means from metrics.csv: no {EVAL_TASKS}, so no 2 s.e."
+        return (f"held-out score {self.first:.3f} -> {self.last:.3f} ({change}); "
+                f"step {self.first_step} -> {self.last_step}, {source}")  # fmt: skip
 
 
 @dataclass
 class RunCurves:
-    """One run's curves: metric -> [(step, value)] in step order."""
+    """One run's curves: metric -> [(step, value)] in step order; `evals`: its per-task held-out results."""
 
     name: str
     folder: Path
     scheduler: str = "?"
     seed: str = "?"
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    evals: list[EvalRecord] = field(default_factory=list)
 
     def last(self, key: str) -> float:
         points = self.curves.get(key) or []
@@ -47,6 +90,20 @@ class RunCurves:
     def mean(self, key: str) -> float:
         points = self.curves.get(key) or []
         return sum(v for _, v in points) / len(points) if points else math.nan
+
+    def held_out_change(self) -> HeldOutChange | None:
+        """First -> last evaluation, paired by task when the per-task results were logged; None with fewer than two."""
+        held = self.curves.get("held_out") or []
+        if len(self.evals) > 1:
+            first, last = self.evals[0], self.evals[-1]
+            paired = paired_change(first.rewards, last.rewards)
+            if paired is not None:
+                logged = dict(held)  # eval/score as logged (and printed); else the task-weighted mean again
+                score = {r.step: logged.get(r.step, sum(r.rewards.values()) / len(r.rewards)) for r in (first, last)}
+                return HeldOutChange(first.step, last.step, score[first.step], score[last.step], paired)
+        if len(held) < 2:
+            return None
+        return HeldOutChange(held[0][0], held[-1][0], held[0][1], held[-1][1], None)
 
     @property
     def label(self) -> str:
@@ -71,7 +128,8 @@ def read_run(folder: str | Path) -> RunCurves:
         cfg = OmegaConf.load(config)
         run.scheduler = str(OmegaConf.select(cfg, "scheduler.name", default="?"))
         run.seed = str(OmegaConf.select(cfg, "seed", default="?"))
-    with metrics_file(folder).open() as f:
+    metrics = metrics_file(folder)
+    with metrics.open() as f:
         for row in csv.DictReader(f):
             for name, column in SERIES.items():
                 value = row.get(column)
@@ -81,51 +139,85 @@ def read_run(folder: str | Path) -> RunCurves:
         points.sort(key=lambda p: p[0])
     if not run.curves.get("reward"):
         raise ValueError(f"{folder}: its metrics.csv has no {SERIES['reward']} rows (no GRPO step was logged)")
+    if (metrics.parent / EVAL_TASKS).is_file():
+        run.evals = read_evals(metrics.parent / EVAL_TASKS)
     return run
 
 
 def rows(runs: Sequence[RunCurves]) -> list[list]:
-    """One row per run, in COLUMNS order (NaN where a run has no such curve)."""
+    """One row per run, in COLUMNS order (NaN where a run has no such value)."""
     out = []
     for r in runs:
-        held = r.curves.get("held_out") or []
-        change = held[-1][1] - held[0][1] if len(held) > 1 else math.nan
-        out.append([r.name, r.scheduler, r.seed, len(r.curves["reward"]), r.last("held_out"), change,
+        change = r.held_out_change()
+        first, mean = (change.first, change.mean) if change else (math.nan, math.nan)
+        two_se = 2 * change.paired.stderr if change and change.paired else math.nan
+        out.append([r.name, r.scheduler, r.seed, len(r.curves["reward"]), first, r.last("held_out"), mean, two_se,
                     r.mean("zero_var"), r.mean("reward")])  # fmt: skip
     return out
 
 
 def table(runs: Sequence[RunCurves]) -> str:
-    """Markdown: one row per run."""
-    def fmt(x: object) -> str:
-        return ("-" if math.isnan(x) else f"{x:.3f}") if isinstance(x, float) else str(x)
+    """Markdown: one row per run, then each run's held-out change in the console summary's words."""
+    def fmt(x: object, column: str) -> str:
+        if not isinstance(x, float):
+            return str(x)
+        return "-" if math.isnan(x) else f"{x:+.3f}" if column == "held-out change" else f"{x:.3f}"
 
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---|---:|---:|---:|---:|---:|"]
-    lines += ["| " + " | ".join(map(fmt, row)) + " |" for row in rows(runs)]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---|" + "---:|" * (len(COLUMNS) - 3)]
+    lines += ["| " + " | ".join(fmt(x, c) for x, c in zip(row, COLUMNS)) + " |" for row in rows(runs)]
+    changes = [(r, r.held_out_change()) for r in runs]
+    lines += [""] + [f"- {r.label}: " + (c.describe() if c else "fewer than two held-out evaluations") for r, c in changes]
     return "\n".join(lines)
 
 
-def plot(runs: Sequence[RunCurves], path: Path) -> Path:
-    import matplotlib
+def smoothed(values: Sequence[float], k: int) -> list[float]:
+    """Trailing mean over the last `k` values (fewer at the start): what the curve did lately, not one step's noise."""
+    return [sum(values[max(0, i - k + 1) : i + 1]) / len(values[max(0, i - k + 1) : i + 1]) for i in range(len(values))]
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+def figure(runs: Sequence[RunCurves], smooth: int = 1) -> Figure:
+    """The three panels; `smooth` > 1 draws the training curves as `smoothed` lines over the raw ones, faint.
+
+    Held-out: a line with a marker per evaluation, a marker shape per run, hollow, and each run set
+    apart on the step axis by a fraction of the evaluation interval, so equal scores stay visible."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    if smooth < 1:
+        raise ValueError(f"--smooth must be >= 1 (1: no smoothing), got {smooth}")
+    fig = Figure(figsize=(15, 4.2))
+    axes = fig.subplots(1, 3)
+    colors = [f"C{i % 10}" for i in range(len(runs))]
     for ax, (key, title) in zip(axes, TITLES.items()):
-        for r in runs:
+        for i, (r, color) in enumerate(zip(runs, colors)):
             points = r.curves.get(key) or []
-            if points:
-                ax.plot([s for s, _ in points], [v for _, v in points], marker="o" if key == "held_out" else None,
-                        markersize=3, label=r.label)  # fmt: skip
-        ax.set_title(title)
-        ax.set_xlabel("GRPO step")
+            if not points:
+                continue
+            steps, values = [s for s, _ in points], [v for _, v in points]
+            if key == "held_out":
+                gaps = [b - a for a, b in itertools.pairwise(steps) if b > a]
+                shift = (i - (len(runs) - 1) / 2) * 0.25 * min(gaps, default=1) / max(len(runs) - 1, 1)
+                ax.plot([s + shift for s in steps], values, color=color, marker=MARKERS[i % len(MARKERS)],
+                        markersize=7, markerfacecolor="none", markeredgewidth=1.5, label=r.label)  # fmt: skip
+            elif smooth > 1:
+                ax.plot(steps, values, color=color, alpha=0.25, linewidth=1)
+                ax.plot(steps, smoothed(values, smooth), color=color, label=r.label)
+            else:
+                ax.plot(steps, values, color=color, label=r.label)
+        more = f" (mean of the last {smooth} steps; raw faint)" if smooth > 1 and key != "held_out" else ""
+        ax.set_title(title + more, fontsize=10)
+        ax.set_xlabel("GRPO step (0: before training)" if key == "held_out" else "GRPO step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
+    axes[2].legend(fontsize=7)
     fig.tight_layout()
+    return fig
+
+
+def plot(runs: Sequence[RunCurves], path: Path, smooth: int = 1) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    figure(runs, smooth).savefig(path, dpi=120)
     return path
 
 
@@ -155,12 +247,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run folders (where train.py wrote config_resolved.yaml and csv/)")
     parser.add_argument("--out", default="compare", help="writes <out>.png and <out>.md")
+    parser.add_argument("--smooth", type=int, default=1, metavar="K",
+                        help="draw the training curves as a trailing mean over K steps, raw faint (default 1: raw)")  # fmt: skip
     parser.add_argument("--wandb", metavar="PROJECT", help="also log the comparison as a W&B run in PROJECT")
     args = parser.parse_args(argv)
+    if args.smooth < 1:
+        parser.error(f"--smooth must be >= 1 (1: no smoothing), got {args.smooth}")
     runs = [read_run(folder) for folder in args.runs]
     text = table(runs)
     out = Path(args.out)
-    png = plot(runs, out.with_suffix(".png"))
+    png = plot(runs, out.with_suffix(".png"), args.smooth)
     out.with_suffix(".md").write_text(text + "\n")
     print(f"{text}\n\nfigure: {png}; table: {out.with_suffix('.md')}")
     if args.wandb:

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from transformers import PreTrainedTokenizerBase
 
 from envsched_lightning.envs.base import Environment, Task
+from envsched_lightning.eval_log import PairedChange, paired_change  # noqa: F401 - progress and compare read them here too
 from envsched_lightning.rollout import (
     PROMPT_TOO_LONG,  # noqa: F401 - evaluate.py and callers read it from here
     EpisodeRecord,
@@ -218,38 +219,6 @@ class Scores:
         writer.writerow(["level", "benchmark", "env", "tasks", "score", "task_weighted"])
         writer.writerows([level, bench, what, tasks, f"{s:.6f}", f"{w:.6f}"] for level, bench, what, tasks, s, w in self.rows())
         return buf.getvalue()
-
-
-class PairedChange(NamedTuple):
-    """The change of a score between two evaluations of the same tasks, with its uncertainty."""
-
-    mean: float  # mean per-task change (after - before)
-    stderr: float  # standard error of that mean over tasks (0 with one task)
-    tasks: int  # tasks scored both times
-
-    @property
-    def within_noise(self) -> bool:
-        """Inside two standard errors of zero: another draw of held-out tasks could flip its sign."""
-        return abs(self.mean) <= 2 * self.stderr
-
-    def describe(self) -> str:
-        verdict = "within noise" if self.within_noise else "beyond noise"
-        return f"change {self.mean:+.3f} +- {2 * self.stderr:.3f} (2 s.e. over {self.tasks} tasks: {verdict})"
-
-
-def paired_change(before: Mapping[str, float], after: Mapping[str, float]) -> PairedChange | None:
-    """Per-task differences over the tasks both evaluations scored (task key -> reward); None if none.
-
-    Paired by task, so the spread of task difficulty cancels and what is left is how much the
-    scores moved, and how evenly: the standard error says how far the mean change would move
-    with another draw of held-out tasks of the same size."""
-    keys = sorted(before.keys() & after.keys())
-    if not keys:
-        return None
-    diffs = [float(after[k]) - float(before[k]) for k in keys]
-    mean = sum(diffs) / len(diffs)
-    var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) if len(diffs) > 1 else 0.0
-    return PairedChange(mean, (var / len(diffs)) ** 0.5, len(diffs))
 
 
 def _count(n: int, word: str, plural: str | None = None) -> str:

@@ -28,12 +28,14 @@ from typing import Any
 
 import torch
 from lightning.pytorch import LightningModule
+from lightning.pytorch.loggers import CSVLogger
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
 from envsched_lightning.distributed import gather_lists
 from envsched_lightning.envs.base import Environment, Task
 from envsched_lightning.envs.time_limit import DEFAULT_TOOL_TIME_LIMIT
+from envsched_lightning.eval_log import append_eval, grpo_step, scores_every_task
 from envsched_lightning.evaluation import aggregate, greedy_rollouts
 from envsched_lightning.grpo import (
     GRPOConfig,
@@ -387,7 +389,13 @@ class GRPOModule(LightningModule):
         if stats:
             metrics |= {k: v for k, v in stats.items() if k != "train/tokens"}
             metrics["train/train_tokens_per_s"] = stats["train/tokens"] / max(train_s, 1e-9)
-        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=rollouts.num_groups)
+        self.log_dict(metrics | self._step_metric(), on_step=True, on_epoch=False, batch_size=rollouts.num_groups)
+
+    def _step_metric(self) -> dict[str, float]:
+        """Lightning logs at its own 0-based batch count; a `step` metric is the x value it logs at instead,
+        so GRPO step k is logged at step k in every logger (a resumed run goes on counting)."""
+        step = grpo_step(self._trainer) if self._trainer is not None else None
+        return {} if step is None else {"step": float(step)}
 
     # ------------------------------------------------------------------ warm start
     def on_fit_start(self) -> None:
@@ -454,9 +462,21 @@ class GRPOModule(LightningModule):
         results = gather_lists(self._eval_rewards)  # each rank evaluated its shard of the held-out tasks
         self.last_eval = {key: reward for _, reward, key in results}
         rewards = [(env, reward) for env, reward, _ in results]
-        if rewards:
-            # identical on every rank after the gather: the max over ranks only says so to Lightning
-            self.log_dict(aggregate(rewards).metrics("eval"), on_epoch=True, sync_dist=True, reduce_fx="max")
+        if not rewards:
+            return
+        metrics = aggregate(rewards).metrics("eval")
+        # identical on every rank after the gather: the max over ranks only says so to Lightning
+        self.log_dict(metrics | self._step_metric(), on_epoch=True, sync_dist=True, reduce_fx="max")
+        if self.trainer.sanity_checking and not scores_every_task(self.trainer):
+            return  # a partial sanity check only tries the loop out: no score of the run
+        step = grpo_step(self.trainer)
+        if self.trainer.is_global_zero and step is not None and self.trainer.state.fn == "fit":  # not trainer.validate()
+            beside_csv = next((lg.log_dir for lg in self.loggers if isinstance(lg, CSVLogger)), None)  # `compare` reads both
+            append_eval(beside_csv or self.trainer.default_root_dir, step, self.last_eval)
+            if self.trainer.sanity_checking:  # Lightning logs nothing then: the score before training, by hand
+                for logger in self.loggers:
+                    logger.log_metrics(metrics, step=step)
+                    logger.save()
 
     # ------------------------------------------------------------------ plumbing
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -26,7 +26,7 @@ def test_tiny_run_holds_quotas_and_updates_once_per_step(tmp_path):
     out = train(tiny_cfg(tmp_path, "model.grpo.ppo_epochs=2", "model.grpo.num_mini_batches=2"))
     dm, trainer = out["objects"]["datamodule"], out["objects"]["trainer"]
     steps = decisions(out["log_dir"])
-    assert sorted(steps) == [0, 1, 2]
+    assert sorted(steps) == [1, 2, 3]  # GRPO steps as metrics.csv and the console count them
     for rows in steps.values():  # max_share 0.34 of 3 tasks: one task per environment
         assert sorted(r["env"] for r in rows) == ["banking", "calendar", "messaging"]
     quota = next(cb for cb in trainer.callbacks if type(cb).__name__ == "EnvQuotaCallback")
@@ -49,10 +49,10 @@ def test_dynamic_sampling_refills_from_the_scheduler_and_counts_every_rollout(tm
     out = train(tiny_cfg(tmp_path, "model.grpo.dynamic_sampling=2"))
     dm, metrics = out["objects"]["datamodule"], out["metrics"]
     steps = decisions(out["log_dir"])
-    assert sorted(steps) == [0, 1, 2] and dm.step == 3  # GRPO steps, not rounds
+    assert sorted(steps) == [1, 2, 3] and dm.step == 3  # GRPO steps, not rounds
     rounds = [1 + max(r.get("round", 0) for r in rows) for rows in steps.values()]
     assert max(rounds) > 1 and dm.scheduler.history.step == sum(rounds)  # the scheduler heard every round
-    last = steps[2]
+    last = steps[3]
     assert len(last) == len(dm.last_groups) and metrics["rollout/dynamic_rounds"] == rounds[-1] - 1
     assert metrics["rollout/num_rollouts"] == 2 * len(dm.last_groups)  # the refills' rollouts are counted
     informative = sum(g.informative for g in dm.last_groups)
@@ -95,8 +95,8 @@ def test_resumed_run_selects_what_the_uninterrupted_run_selected(tmp_path):
     first = train(tiny_cfg(tmp_path / "part", *common, "steps=2"))
     resumed = train(tiny_cfg(tmp_path / "resumed", *common, "steps=4", f"ckpt_path={first['checkpoint']}"))
     want, got = decisions(full["log_dir"]), decisions(resumed["log_dir"])
-    assert sorted(got) == [2, 3]
-    for step in (2, 3):
+    assert sorted(got) == [3, 4]  # the resumed run goes on counting
+    for step in (3, 4):
         assert [(r["env"], r["task_id"]) for r in got[step]] == [(r["env"], r["task_id"]) for r in want[step]]
         assert [r["priority"] for r in got[step]] == [r["priority"] for r in want[step]]  # scheduler state, bit for bit
         # the same rewards too: model, optimiser and RNG states came back with the scheduler
@@ -177,8 +177,8 @@ def test_ddp_with_the_apps_callbacks_and_logger_finishes(tmp_path):
     assert "sync_dist" not in run.stderr and "terminate called" not in run.stderr
     rows = list(csv.DictReader(next(tmp_path.glob("csv/version_*/metrics.csv")).open()))
     evals = [r for r in rows if r.get("eval/score")]
-    assert len(evals) == 1  # steps=3, evaluating every 3
-    assert all(evals[0][f"eval/score/{env}"] for env in ("banking", "calendar", "messaging"))
+    assert [r["step"] for r in evals] == ["0", "3"]  # before training (tiny_cpu's whole sanity check), then every 3
+    assert all(r[f"eval/score/{env}"] for r in evals for env in ("banking", "calendar", "messaging"))
 
 
 def test_a_run_prints_its_progress_and_a_summary(tmp_path, capsys):
@@ -212,6 +212,11 @@ def test_a_whole_sanity_check_is_the_score_before_training(tmp_path, capsys):
     assert f"(2 s.e. over {tasks} tasks: " in change and ("within noise" in change or "beyond noise" in change)
     train(tiny_cfg(tmp_path / "more", "steps=3", "trainer.num_sanity_val_steps=-1", f"ckpt_path={run['checkpoint']}"))
     assert "eval on resuming at step 2: held-out score " in capsys.readouterr().out  # not "before training"
+    import csv  # the resumed run's logs go on counting GRPO steps: its first evaluation at 2, its step at 3
+
+    rows = list(csv.DictReader(next((tmp_path / "more").glob("csv/version_*/metrics.csv")).open()))
+    assert [r["step"] for r in rows if r.get("eval/score")] == ["2", "3"]
+    assert [r["step"] for r in rows if r.get("rollout/reward_mean")] == ["3"]
 
 
 def test_a_paired_change_says_whether_it_is_beyond_two_standard_errors():
@@ -281,35 +286,6 @@ def test_a_resumed_run_goes_on_to_steps_across_epoch_boundaries(tmp_path, per_ep
     assert "eval/score" in more["metrics"]
     with pytest.raises(ValueError, match=rf"steps={first}: ckpt_path=.* is at GRPO step {first} already"):
         train(tiny_cfg(tmp_path / "c", *common, f"steps={first}", f"ckpt_path={ckpt}", "model._target_=no.such.Module"))
-
-
-def test_compare_reads_run_folders_into_one_figure_and_table(tmp_path, capsys, monkeypatch):
-    """`python -m envsched_lightning.compare RUN RUN`: the runs' own metrics.csv, one row and curve per run."""
-    from envsched_lightning.compare import main as compare, read_run
-
-    folders = []
-    for scheduler in ("envsched", "random"):
-        out = train(tiny_cfg(tmp_path / scheduler, f"scheduler={scheduler}", "steps=2", "data.steps_per_epoch=2",
-                             "model.warm_start.steps=0", "~callbacks.scheduling_logger", "logger=csv"))  # fmt: skip
-        folders.append(tmp_path / scheduler)
-        run = read_run(tmp_path / scheduler)
-        assert run.scheduler == scheduler and [s for s, _ in run.curves["reward"]] == [0, 1]
-        assert run.last("held_out") == pytest.approx(out["metrics"]["eval/score"])
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    compare([*map(str, folders), "--out", str(tmp_path / "cmp"), "--wandb", "envsched-compare"])
-    text = capsys.readouterr().out
-    assert "| envsched |" in text and "| random |" in text and (tmp_path / "cmp.png").stat().st_size > 10_000
-    (run,) = (tmp_path / "cmp_wandb" / "wandb").glob("offline-run-*")  # the same comparison as a W&B run
-    assert f"W&B run: {run}" in text
-    media = run / "files" / "media"
-    (logged,) = (media / "table" / "compare").glob("table_*.table.json")
-    assert [row[1] for row in json.loads(logged.read_text())["data"]] == ["envsched", "random"]
-    for key in ("reward", "zero_var", "held_out"):  # a line panel per curve, a line per run
-        (panel,) = (media / "table" / "compare").glob(f"{key}_table_*.table.json")
-        assert {row[1] for row in json.loads(panel.read_text())["data"]} == {r.label for r in map(read_run, folders)}
-    assert list((media / "images" / "compare").glob("figure_*.png"))
-    with pytest.raises(FileNotFoundError, match="no csv/version_\\*/metrics.csv"):
-        read_run(tmp_path / "nothing-here")
 
 
 def test_a_resume_continues_the_runs_scheduler_seed_and_logger_from_the_command_line(tmp_path):
