@@ -32,12 +32,15 @@ import argparse
 import csv
 import itertools
 import math
+import stat
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from envsched_lightning.eval_log import EVAL_TASKS, EvalRecord, PairedChange, paired_change, read_evals
+from envsched_lightning.run_config import read_run_config
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -110,37 +113,68 @@ class RunCurves:
         return f"{self.scheduler} s{self.seed}: {Path(self.name).name or self.name}"
 
 
+MAX_LOG_BYTES = 256 * 2**20
+"""A run's metrics.csv or eval_tasks.jsonl is KBs to MBs; a bigger file (or /dev/zero behind a link) is not read."""
+
+
 def metrics_file(folder: Path) -> Path:
     """The newest CSV log of a run folder, or an error saying what the folder lacks."""
-    found = sorted(folder.glob("csv/version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[-1]))
+    found = [p for p in folder.glob("csv/version_*/metrics.csv") if p.parent.name.split("_")[-1].isdigit()]
+    found.sort(key=lambda p: int(p.parent.name.split("_")[-1]))
     if not found:
         raise FileNotFoundError(f"{folder}: no csv/version_*/metrics.csv (run train.py with logger=csv, the CPU default)")
     return found[-1]
 
 
+def checked_log(path: Path) -> Path:
+    """`path` if it is a regular file under MAX_LOG_BYTES (a FIFO or a device would block or never end), else an error."""
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{path}: not a regular file")
+    if info.st_size > MAX_LOG_BYTES:
+        raise ValueError(f"{path}: {info.st_size:,} bytes, more than the {MAX_LOG_BYTES:,} a run's log holds")
+    return path
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _plain_name(value: object) -> str:
+    """A scheduler name or seed from a run's config as short plain text (the file may come from anywhere)."""
+    return str(value)[:40] if isinstance(value, (str, int)) and not isinstance(value, bool) else "?"
+
+
 def read_run(folder: str | Path) -> RunCurves:
+    """A run folder's curves; an error naming the file for anything unreadable (compare then skips the folder)."""
     folder = Path(folder)
     run = RunCurves(name=str(folder), folder=folder)
     config = folder / "config_resolved.yaml"
-    if config.is_file():
-        from omegaconf import OmegaConf
-
-        cfg = OmegaConf.load(config)
-        run.scheduler = str(OmegaConf.select(cfg, "scheduler.name", default="?"))
-        run.seed = str(OmegaConf.select(cfg, "seed", default="?"))
-    metrics = metrics_file(folder)
-    with metrics.open() as f:
+    if config.exists():
+        cfg = read_run_config(config)  # plain data: nothing in it is resolved or expanded
+        scheduler = cfg.get("scheduler")
+        run.scheduler = _plain_name(scheduler.get("name") if isinstance(scheduler, dict) else None)
+        run.seed = _plain_name(cfg.get("seed"))
+    metrics = checked_log(metrics_file(folder))
+    with metrics.open(newline="", encoding="utf-8", errors="replace") as f:
         for row in csv.DictReader(f):
+            step = _number(row.get("step"))
+            if step is None or step < 0 or step != int(step):  # nan, inf, negative or fractional: not a step
+                continue
             for name, column in SERIES.items():
-                value = row.get(column)
-                if value not in (None, "") and row.get("step") not in (None, ""):
-                    run.curves.setdefault(name, []).append((int(float(row["step"])), float(value)))
+                value = _number(row.get(column))
+                if value is not None:
+                    run.curves.setdefault(name, []).append((int(step), value))
     for points in run.curves.values():
         points.sort(key=lambda p: p[0])
     if not run.curves.get("reward"):
         raise ValueError(f"{folder}: its metrics.csv has no {SERIES['reward']} rows (no GRPO step was logged)")
-    if (metrics.parent / EVAL_TASKS).is_file():
-        run.evals = read_evals(metrics.parent / EVAL_TASKS)
+    if (metrics.parent / EVAL_TASKS).exists():
+        run.evals = read_evals(checked_log(metrics.parent / EVAL_TASKS))
     return run
 
 
@@ -164,10 +198,20 @@ def table(runs: Sequence[RunCurves]) -> str:
         return "-" if math.isnan(x) else f"{x:+.3f}" if column == "held-out change" else f"{x:.3f}"
 
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---|" + "---:|" * (len(COLUMNS) - 3)]
-    lines += ["| " + " | ".join(fmt(x, c) for x, c in zip(row, COLUMNS)) + " |" for row in rows(runs)]
+    lines += ["| " + " | ".join(_cell(fmt(x, c)) for x, c in zip(row, COLUMNS)) + " |" for row in rows(runs)]
     changes = [(r, r.held_out_change()) for r in runs]
     lines += [""] + [f"- {r.label}: " + (c.describe() if c else "fewer than two held-out evaluations") for r, c in changes]
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """Table text from a folder name or config: one line, and a `|` in it cannot open another column."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _drawn(label: str) -> str:
+    """A label matplotlib draws as written: `$...$` in a folder name would be parsed as mathtext (and may fail)."""
+    return label.replace("$", "\\$")
 
 
 def smoothed(values: Sequence[float], k: int) -> list[float]:
@@ -198,12 +242,12 @@ def figure(runs: Sequence[RunCurves], smooth: int = 1) -> Figure:
                 gaps = [b - a for a, b in itertools.pairwise(steps) if b > a]
                 shift = (i - (len(runs) - 1) / 2) * 0.25 * min(gaps, default=1) / max(len(runs) - 1, 1)
                 ax.plot([s + shift for s in steps], values, color=color, marker=MARKERS[i % len(MARKERS)],
-                        markersize=7, markerfacecolor="none", markeredgewidth=1.5, label=r.label)  # fmt: skip
+                        markersize=7, markerfacecolor="none", markeredgewidth=1.5, label=_drawn(r.label))  # fmt: skip
             elif smooth > 1:
                 ax.plot(steps, values, color=color, alpha=0.25, linewidth=1)
-                ax.plot(steps, smoothed(values, smooth), color=color, label=r.label)
+                ax.plot(steps, smoothed(values, smooth), color=color, label=_drawn(r.label))
             else:
-                ax.plot(steps, values, color=color, label=r.label)
+                ax.plot(steps, values, color=color, label=_drawn(r.label))
         more = f" (mean of the last {smooth} steps; raw faint)" if smooth > 1 and key != "held_out" else ""
         ax.set_title(title + more, fontsize=10)
         ax.set_xlabel("GRPO step (0: before training)" if key == "held_out" else "GRPO step")
@@ -253,7 +297,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.smooth < 1:
         parser.error(f"--smooth must be >= 1 (1: no smoothing), got {args.smooth}")
-    runs = [read_run(folder) for folder in args.runs]
+    runs = []
+    for folder in args.runs:  # one bad folder is skipped with the reason; the others are compared
+        try:
+            runs.append(read_run(folder))
+        except (OSError, ValueError) as err:
+            print(f"skipped {folder}: {str(err)[:300]}", file=sys.stderr)
+    if not runs:
+        parser.exit(2, "compare: no readable run folder\n")
     text = table(runs)
     out = Path(args.out)
     png = plot(runs, out.with_suffix(".png"), args.smooth)

@@ -7,6 +7,8 @@ import contextlib
 import csv
 import io
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # train.py is a script at the repository root, not a package module
 from train import train  # noqa: E402
 
-from envsched_lightning.compare import figure, read_run, smoothed  # noqa: E402
+from envsched_lightning.compare import COLUMNS, figure, read_run, smoothed  # noqa: E402
 from envsched_lightning.compare import main as compare  # noqa: E402
 from envsched_lightning.eval_log import EVAL_TASKS  # noqa: E402
 from tests.run_configs import tiny_cfg  # noqa: E402
@@ -117,3 +119,44 @@ def test_compare_logs_the_comparison_as_a_wandb_run(runs, tmp_path, capsys, monk
     with pytest.raises(SystemExit):
         compare([str(folders[0]), "--smooth", "0"])
     assert "--smooth must be >= 1" in capsys.readouterr().err
+
+
+def _copy(runs, tmp_path: Path, name: str) -> Path:
+    source, _ = runs["envsched"]
+    target = tmp_path / name
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("*.png", "checkpoints"))
+    return target
+
+
+def test_a_hostile_run_folder_is_skipped_with_a_message_and_the_others_compared(runs, tmp_path, capsys, monkeypatch):
+    """Nothing in a run folder resolves, blocks, floods or breaks the table and figure (it may come from anywhere)."""
+    monkeypatch.setenv("ENVSCHED_TEST_SECRET", "s3cr3t-value")
+    good = _copy(runs, tmp_path, "good")
+    secret = _copy(runs, tmp_path, "secret")
+    config = secret / "config_resolved.yaml"
+    config.write_text(config.read_text().replace("name: envsched", "name: ${oc.env:ENVSCHED_TEST_SECRET}", 1))
+    fifo = _copy(runs, tmp_path, "fifo")
+    (metrics := next(fifo.glob("csv/version_*/metrics.csv"))).unlink()
+    os.mkfifo(metrics)  # reading it would block forever
+    zero = _copy(runs, tmp_path, "zero")
+    (metrics := next(zero.glob("csv/version_*/metrics.csv"))).unlink()
+    metrics.symlink_to("/dev/zero")  # reading it would never end
+    nan = _copy(runs, tmp_path, "nan")
+    metrics = next(nan.glob("csv/version_*/metrics.csv"))
+    rows = metrics.read_text().splitlines()
+    header, last = rows[0].split(","), rows[-1].split(",")
+    last[header.index("step")] = "nan"  # a row whose step is not a number: skipped, not a crash
+    metrics.write_text("\n".join([*rows, ",".join(last)]) + "\n")
+    named = _copy(runs, tmp_path, "x$\\frac{1}{0$ | injected |")  # mathtext that fails, and table pipes
+    aliases = _copy(runs, tmp_path, "aliases")
+    (aliases / "config_resolved.yaml").write_text("a: &a [1, 1, 1]\nb: [*a, *a, *a]\n")
+    folders = [good, secret, fifo, zero, nan, named, aliases]
+    compare([*map(str, folders), "--out", str(tmp_path / "cmp")])
+    out, err = capsys.readouterr()
+    assert "s3cr3t" not in out + err
+    assert f"skipped {fifo}" in err and "not a regular file" in err
+    assert f"skipped {zero}" in err and f"skipped {aliases}" in err and "anchors and aliases" in err
+    table_rows = [line for line in out.splitlines() if line.startswith("| ") and "run |" not in line]
+    assert len(table_rows) == 4  # good, secret (its name left as text), nan (that row skipped), named
+    assert all(line.count(" | ") == len(COLUMNS) - 1 for line in table_rows)  # no injected column
+    assert (tmp_path / "cmp.png").stat().st_size > 10_000
