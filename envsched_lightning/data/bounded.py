@@ -22,10 +22,11 @@ class FetchError(RuntimeError):
 def copy_capped(src: BinaryIO, dst: BinaryIO, cap: int, over: Callable[[], str],
                 progress: Callable[[int], None] | None = None) -> tuple[int, str]:  # fmt: skip
     """`src` into `dst` with at most `cap` bytes written: (bytes, sha256). One byte more than `cap`
-    raises FetchError with the message `over()` before anything past the cap is written."""
+    raises FetchError with the message `over()`, with `dst` holding exactly `cap` bytes."""
     digest, done = hashlib.sha256(), 0
     while chunk := src.read(min(CHUNK, cap - done + 1)):
         if done + len(chunk) > cap:
+            dst.write(chunk[: cap - done])
             raise FetchError(over())
         dst.write(chunk)
         digest.update(chunk)
