@@ -89,7 +89,7 @@ def endless_server():
     sent: list[int] = []
 
     class Endless(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
+        def do_GET(self):  # http.server's name
             self.send_response(200)
             self.end_headers()
             try:

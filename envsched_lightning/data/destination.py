@@ -39,7 +39,8 @@ def destination_lock(root: Path, folder: str) -> Iterator[Path]:
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as err:
-            raise FetchError(f"cannot open the lock file {lock} ({err.strerror}): remove whatever is at that path") from None
+            raise FetchError(f"cannot open the lock file {lock} ({err.strerror}): the data root must be writable "
+                             "and that path a plain file (or absent); nothing was written") from None  # fmt: skip
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -145,7 +146,10 @@ def put_in_place(staged: Path, dest: Path, foreign: list[str]) -> str | None:
                        "(nothing was deleted: keep what you need from there and remove the rest)")  # fmt: skip
         else:
             shutil.rmtree(dest)
-    staged.rename(dest)
+    try:
+        staged.rename(dest)
+    except OSError as err:
+        raise FetchError(f"cannot put the fetched copy at {dest} ({err.strerror}){'; ' + message if message else ''}") from None
     return message
 
 

@@ -26,7 +26,13 @@ from pathlib import Path, PurePosixPath
 
 from .archive import extract
 from .bounded import FetchError, copy_capped, sha256_capped
-from .destination import destination_lock, foreign_content, put_in_place, remove_stale_staging, staging_folder
+from .destination import (
+    destination_lock,
+    foreign_content,
+    put_in_place,
+    remove_stale_staging,
+    staging_folder,
+)
 from .sources import SOURCES, Source
 
 DATA_ENV = "ENVSCHED_DATA"
