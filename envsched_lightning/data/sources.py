@@ -5,6 +5,12 @@ the wheel's sha256; BFCL v3 (the paper's) from the last wheel that shipped it, 2
 files are those of gorilla's last v3 commit (cd9429c) byte for byte. ACEBench and tau-bench come from source archives of pinned upstream commits; a
 generated archive's bytes are not guaranteed stable, so every file taken from it is checked against
 the sha256 of that file at the pinned commit instead.
+
+Every source also bounds what a fetch may write or read (a hostile mirror or archive stops at these):
+the download (`max_download_bytes`: a wheel's exact size, a generated archive's size with margin), the
+bytes read out of the archive (`max_unpacked_bytes`: a tar's whole decompressed stream), and each
+member (twice its size at the pinned commit from `sizes` plus 64 KiB, so a changed file still reaches
+its checksum and is reported as changed; else `max_member_bytes`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,14 @@ class Source:
     wheel: str = ""  # "package==version" for `pip download`
     wheel_sha256: str = ""
     skip: tuple[str, ...] = ()  # upstream path prefixes left out
+    sizes: dict[str, int] = field(default_factory=dict)  # local path -> bytes at the pinned commit
+    max_download_bytes: int = 0  # the archive or wheel, downloaded or given with --archive
+    max_unpacked_bytes: int = 0  # read out of the archive (for a tar, its whole decompressed stream)
+    max_member_bytes: int = 0  # a member without a pinned size (a wheel's data files)
+
+    def member_cap(self, local: str) -> int:
+        """The most bytes the member written as `local` may have."""
+        return 2 * self.sizes[local] + (64 << 10) if local in self.sizes else self.max_member_bytes
 
 
 BFCL = Source(
@@ -37,6 +51,9 @@ BFCL = Source(
     skip=("bfcl_eval/data/unused_datasets/",),
     wheel="bfcl-eval==2026.3.23",
     wheel_sha256="3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a",
+    max_download_bytes=1_925_664,  # the pinned wheel's size
+    max_unpacked_bytes=32 << 20,  # its data files: 10.9 MB
+    max_member_bytes=8 << 20,  # its largest data file: 3.9 MB
 )
 
 BFCL_V3 = replace(  # the paper's BFCL: the same package's last release whose data is v3 (gorilla cd9429c, 2025-08-06)
@@ -45,6 +62,7 @@ BFCL_V3 = replace(  # the paper's BFCL: the same package's last release whose da
     commit="bfcl-eval 2025.8.6.2",
     wheel="bfcl-eval==2025.8.6.2",
     wheel_sha256="fdb996ac963ed1c6fce1eb4884053aae4a6de282fb931665a46dbeed204a228d",
+    max_download_bytes=1_746_683,  # the pinned wheel's size
 )
 
 ACEBENCH = Source(
@@ -54,6 +72,8 @@ ACEBENCH = Source(
     license="MIT",
     url="https://codeload.github.com/chenchen0103/ACEBench/tar.gz/{commit}",
     members=(("data_all/data_en/", "data_en/"), ("LICENSE.md", "LICENSE")),
+    max_download_bytes=16 << 20,  # the archive at the pinned commit: 1.8 MB
+    max_unpacked_bytes=64 << 20,  # its tar stream: 9.6 MB
     files={
         'LICENSE': 'd9a1b1e30d633d5732ea18e3cba9538d293ebc53e1a9e4e96ab739e0c5c4f1cb',
         'data_en/data_agent_multi_step.json': 'c04b7561a2a5b31b3c4fd3067807ab4e0a7907f5a72cd5ec987da3469eac1fe9',
@@ -91,6 +111,43 @@ ACEBENCH = Source(
         'data_en/possible_answer/data_special_incomplete.json': '2995a33b6c539bc29fe38a326a58d7989c6cf1b1bdaa22ff76c8d318b92f5f6d',
         'data_en/possible_answer/data_special_irrelevant.json': 'cd3f1d66e554869e8870677acc07df78c6ebf8bbba6e600cbb825072181566b8',
     },
+    sizes={
+        'LICENSE': 1140,
+        'data_en/data_agent_multi_step.json': 102546,
+        'data_en/data_agent_multi_turn.json': 149522,
+        'data_en/data_normal_atom_bool.json': 300243,
+        'data_en/data_normal_atom_enum.json': 315211,
+        'data_en/data_normal_atom_list.json': 307549,
+        'data_en/data_normal_atom_number.json': 305558,
+        'data_en/data_normal_atom_object_deep.json': 235340,
+        'data_en/data_normal_atom_object_short.json': 187041,
+        'data_en/data_normal_multi_turn_user_adjust.json': 403725,
+        'data_en/data_normal_multi_turn_user_switch.json': 616616,
+        'data_en/data_normal_preference.json': 360015,
+        'data_en/data_normal_similar_api.json': 105610,
+        'data_en/data_normal_single_turn_parallel_function.json': 364550,
+        'data_en/data_normal_single_turn_single_function.json': 377304,
+        'data_en/data_special_error_param.json': 99795,
+        'data_en/data_special_incomplete.json': 183613,
+        'data_en/data_special_irrelevant.json': 175451,
+        'data_en/possible_answer/data_agent_multi_step.json': 43358,
+        'data_en/possible_answer/data_agent_multi_turn.json': 59156,
+        'data_en/possible_answer/data_normal_atom_bool.json': 7810,
+        'data_en/possible_answer/data_normal_atom_enum.json': 7553,
+        'data_en/possible_answer/data_normal_atom_list.json': 8036,
+        'data_en/possible_answer/data_normal_atom_number.json': 6849,
+        'data_en/possible_answer/data_normal_atom_object_deep.json': 18865,
+        'data_en/possible_answer/data_normal_atom_object_short.json': 13777,
+        'data_en/possible_answer/data_normal_multi_turn_user_adjust.json': 31810,
+        'data_en/possible_answer/data_normal_multi_turn_user_switch.json': 27345,
+        'data_en/possible_answer/data_normal_preference.json': 10053,
+        'data_en/possible_answer/data_normal_similar_api.json': 9993,
+        'data_en/possible_answer/data_normal_single_turn_parallel_function.json': 59435,
+        'data_en/possible_answer/data_normal_single_turn_single_function.json': 31354,
+        'data_en/possible_answer/data_special_error_param.json': 4032,
+        'data_en/possible_answer/data_special_incomplete.json': 5996,
+        'data_en/possible_answer/data_special_irrelevant.json': 5990,
+    },
 )
 
 TAU_BENCH = Source(
@@ -101,6 +158,8 @@ TAU_BENCH = Source(
     url="https://codeload.github.com/sierra-research/tau-bench/tar.gz/{commit}",
     members=(("tau_bench/envs/airline/data/", "airline/data/"), ("tau_bench/envs/retail/data/", "retail/data/"),
              ("few_shot_data/", "few_shot_data/"), ("LICENSE", "LICENSE")),  # fmt: skip
+    max_download_bytes=128 << 20,  # the repository at the pinned commit: its files add up to 14 MB and more
+    max_unpacked_bytes=512 << 20,
     files={
         'LICENSE': '243d23d45b80122b5ac575586ccef352fdc9c45e6d7d2605449aca8a17478b42',
         'airline/data/flights.json': '444d7565c68434a3e3fb72efd717f9f9cd5c56dce227f6f56e078f1cb0ed233a',
@@ -112,6 +171,17 @@ TAU_BENCH = Source(
         'retail/data/products.json': 'a9eabcc1a9742c5f5288c2779acce52b9308423383ed24706bbaf0889f762a0f',
         'retail/data/users.json': '6f4fd104cc5e80b92166c4035315c31532c6cea52a90dcdf18425ee7f87c2b82',
     },
+    sizes={
+        'LICENSE': 1063,
+        'airline/data/flights.json': 2114218,
+        'airline/data/reservations.json': 2325594,
+        'airline/data/users.json': 595947,
+        'few_shot_data/MockAirlineDomainEnv-few_shot.jsonl': 129793,
+        'few_shot_data/MockRetailDomainEnv-few_shot.jsonl': 632679,
+        'retail/data/orders.json': 1810945,
+        'retail/data/products.json': 172258,
+        'retail/data/users.json': 322932,
+    },
 )
 
 TAU_BENCH_TASKS = Source(  # the official task lists (Python files of literal data, read with an AST walk, never run)
@@ -120,6 +190,8 @@ TAU_BENCH_TASKS = Source(  # the official task lists (Python files of literal da
     commit=TAU_BENCH.commit,
     license="MIT",
     url=TAU_BENCH.url,
+    max_download_bytes=TAU_BENCH.max_download_bytes,  # the same archive
+    max_unpacked_bytes=TAU_BENCH.max_unpacked_bytes,
     members=(("tau_bench/envs/retail/tasks_test.py", "retail/tasks_test.py"),
              ("tau_bench/envs/retail/tasks_train.py", "retail/tasks_train.py"),
              ("tau_bench/envs/retail/tasks_dev.py", "retail/tasks_dev.py"),
@@ -130,6 +202,13 @@ TAU_BENCH_TASKS = Source(  # the official task lists (Python files of literal da
         'retail/tasks_dev.py': '87dfe578d0271e7b0b5dfb40621a5c0dcc0e8452a75b8f3f8d1dcf0abac4ff14',
         'retail/tasks_test.py': '6f09468923c6cfb6162e94fe659264d6aee70816c18d51278fb4a581db7765a4',
         'retail/tasks_train.py': '30880ce4e8d524dd0fdd18c1d3a5713551fc8638e82673de3e0fd1ab70046c6f',
+    },
+    sizes={
+        'LICENSE': 1063,
+        'airline/tasks_test.py': 67250,
+        'retail/tasks_dev.py': 19326,
+        'retail/tasks_test.py': 169476,
+        'retail/tasks_train.py': 471974,
     },
 )
 
