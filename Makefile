@@ -76,7 +76,7 @@ test-smollm2-vllm: smollm2 $(VLLM_STAMP)
 train-smollm2: smollm2
 	$(BIN)/python train.py experiment=smollm2_cpu model_path=$(SMOLLM2_DIR) $(ARGS)
 
-# the same path cut short (experiment=smollm2_quick): 4 warm-start steps, 6 held-out tasks, 4 GRPO steps
+# the same path cut short (experiment=smollm2_quick): 4 warm-start steps, 3 held-out tasks, 4 GRPO steps
 smollm2-quick: smollm2
 	$(BIN)/python train.py experiment=smollm2_quick model_path=$(SMOLLM2_DIR) $(ARGS)
 
