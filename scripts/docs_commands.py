@@ -35,11 +35,14 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO
 # paths the docs show as examples of a run's outputs: filled with what an earlier command wrote
 CKPT_PLACEHOLDER = "outputs/.../checkpoints/last.ckpt"
 RESULTS_PLACEHOLDER = "outputs/grpo_efficiency/grpo_efficiency.json"
-PLACEHOLDERS = (CKPT_PLACEHOLDER, RESULTS_PLACEHOLDER)
+MODEL_PLACEHOLDER = "/path/to/model"  # a local causal LM: the SmolLM2 folder the make targets write
+PLACEHOLDERS = (CKPT_PLACEHOLDER, RESULTS_PLACEHOLDER, MODEL_PLACEHOLDER)
 PRODUCERS = {  # the command whose outputs fill each placeholder (see `outputs`)
     CKPT_PLACEHOLDER: lambda command: command.split() == ["python", "train.py"],
     RESULTS_PLACEHOLDER: lambda command: "benchmarks.grpo_efficiency" in command and "--replot" not in command,
+    MODEL_PLACEHOLDER: lambda command: re.match(r"make (train-smollm2|smollm2-quick)\b", command) is not None,
 }
+SMOLLM2_DIR = REPO / "models" / "SmolLM2-135M-Instruct"  # the Makefile's SMOLLM2_DIR
 
 # a few seconds per train.py run: 2 GRPO steps of 3 tasks x 2 rollouts, a short warm start
 SMALL_TRAIN = ("steps=2 data.steps_per_epoch=2 data.batch_size=3 data.eval_per_env=1 model.grpo.group_size=2 "
@@ -66,6 +69,7 @@ RULES = [
     Rule(r"^make rehearsal\b", None, "CI runs it (.ci/run)"),
     Rule(r"^make test-vllm\b", None, "CI runs it (.ci/run)"),
     Rule(r"^make test-smollm2", None, "CI runs it (.ci/run)"),
+    Rule(r"^make smollm2-quick\b", SMOLLM2_TRAIN, "the quick real-model check, 2 steps"),
     Rule(r"^make smollm2\b", "", "as written (keeps a folder that verifies)"),
     Rule(r"^make train-smollm2\b", SMOLLM2_TRAIN, "the real-model experiment, 2 steps"),
     Rule(r"^make train\b", SMALL_TRAIN, "the CPU default, 2 steps"),
@@ -74,6 +78,7 @@ RULES = [
     Rule(r"pip install .*\[vllm", None, "GPU machine: the CUDA build of vLLM"),
     Rule(r"experiment=envsched_qwen3_8b.*--cfg job", "", "prints the config only"),
     Rule(r"experiment=envsched_qwen3_8b", None, "GPU and Qwen3-8B weights; `make rehearsal` runs this experiment on CPU"),
+    Rule(r"train\.py model=pretrained model_path=", SMALL_TRAIN, "2 GRPO steps of the SmolLM2 folder (CPU sizes)"),
     Rule(r"train\.py experiment=sim", "sim.steps=10 sim.seeds=1", "10 simulated steps, 1 seed"),
     Rule(r"train\.py", SMALL_TRAIN, "2 GRPO steps"),
     Rule(r"^data\.sampler\.|^\+data\.sampler|^data\.dataloader", None, "overrides for verl's own command line"),
@@ -155,7 +160,7 @@ def planned(command: str, run_dir: Path, produced: dict[str, str]) -> tuple[Rule
     rule = rule_for(command)
     if rule is None or rule.extra is None:
         return rule, command
-    if command.startswith("make train"):
+    if command.startswith("make ") and rule.extra:  # a training target: the overrides go through ARGS
         return rule, f'{command} ARGS="{rule.extra} hydra.run.dir={run_dir}"'
 
     run = rewritten(command, run_dir)
@@ -173,8 +178,10 @@ def planned(command: str, run_dir: Path, produced: dict[str, str]) -> tuple[Rule
 def outputs(command: str, run_dir: Path) -> dict[str, str]:
     """What a finished command wrote that a later one's placeholder stands for."""
     found = {CKPT_PLACEHOLDER: run_dir / "checkpoints" / "last.ckpt",
-             RESULTS_PLACEHOLDER: run_dir / "grpo_efficiency" / "grpo_efficiency.json"}  # fmt: skip
-    return {k: str(path) for k, path in found.items() if PRODUCERS[k](command) and path.is_file()}
+             RESULTS_PLACEHOLDER: run_dir / "grpo_efficiency" / "grpo_efficiency.json",
+             MODEL_PLACEHOLDER: SMOLLM2_DIR / "config.json"}  # fmt: skip
+    return {k: str(path.parent if k == MODEL_PLACEHOLDER else path) for k, path in found.items()
+            if PRODUCERS[k](command) and path.is_file()}  # fmt: skip
 
 
 class Rows(list):

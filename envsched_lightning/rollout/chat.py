@@ -58,7 +58,7 @@ def tool_message(result: ToolResult) -> dict[str, str]:
     return {"role": "tool", "name": result.name, "content": content}
 
 
-SCHEMA_STYLES = ("json", "compact")
+SCHEMA_STYLES = ("json", "compact", "auto")  # auto: compact where the schemas go in the system prompt, else json
 COMPACT_HEADER = "You can call these functions:"
 COMPACT_FOOTER = ('\nTo call one, write <tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n'
                   "</tool_call> (one block per call), then answer when done.")  # fmt: skip
@@ -110,7 +110,8 @@ class ChatRenderer:
         if tool_schemas == "compact" and self.protocol.native:
             raise ValueError(f"tool_schemas=compact writes the system prompt itself: it needs tool_format="
                              f"{PROMPT_FALLBACK} (this template carries tools natively, as {self.protocol.name})")  # fmt: skip
-        self.schema_style = tool_schemas
+        # auto: a template that carries tools natively renders them itself; the prompt fallback gets signatures
+        self.schema_style = ("json" if self.protocol.native else "compact") if tool_schemas == "auto" else tool_schemas
         # strings the tokenizer would parse as one added token; the call format's own markup (what
         # the model writes in a call) stays special in assistant text
         self._specials = [t for t in tokenizer.get_added_vocab() if t]

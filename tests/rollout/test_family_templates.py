@@ -141,6 +141,17 @@ def test_compact_schemas_need_the_prompt_protocol(counter_env):
     assert ChatRenderer(family_tokenizer("qwen2_5", counter_env), {}, PROMPT_FALLBACK, "compact").schema_style == "compact"
 
 
+def test_auto_schemas_are_compact_only_where_the_prompt_carries_them(counter_env):
+    """model=pretrained on CPU asks for `auto`: any template starts, the prompt fallback gets signatures."""
+    task = counter_env.tasks()[0]
+    smol = ChatRenderer(family_tokenizer("smollm2", counter_env), {}, tool_schemas="auto")
+    assert "increment(by: integer): Add to the counter." in smol.render(task.messages, counter_env.tools_for(task), True)
+    qwen = ChatRenderer(family_tokenizer("qwen2_5", counter_env), {}, tool_schemas="auto")
+    plain = ChatRenderer(family_tokenizer("qwen2_5", counter_env), {})
+    tools = counter_env.tools_for(task)
+    assert qwen.protocol.native and qwen.render(task.messages, tools, True) == plain.render(task.messages, tools, True)
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_tool_result_quoting_the_marker_and_the_turn_end_is_appended_as_text(family, counter_env):
     """A tool (or the model, through an echoed argument) that writes the renderer's marker or the
