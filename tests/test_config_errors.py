@@ -65,9 +65,11 @@ def test_an_unknown_key_names_the_nearest_keys_instead_of_a_plus(override, meant
 def test_the_keys_offered_are_read_from_the_config_itself(tmp_path):
     """A key added to conf/train.yaml is offered with no change to the code."""
     conf = shutil.copytree(CONF, tmp_path / "conf")
-    (conf / "train.yaml").write_text((conf / "train.yaml").read_text() + "model_path: null\n")
+    (conf / "train.yaml").write_text((conf / "train.yaml").read_text() + "notify_email: null\n")
+    with pytest.raises(RunConfigError, match=r"^notify_emial=a@b: the top level has no key 'notify_emial'; did you mean notify_email"):
+        check_command_line(conf, "train", ["notify_emial=a@b"])
     with pytest.raises(RunConfigError, match=r"^model_pth=/m: the top level has no key 'model_pth'; did you mean model_path"):
-        check_command_line(conf, "train", ["model_pth=/m"])
+        check_command_line(CONF, "train", ["model_pth=/m"])  # conf/train.yaml's own model_path
 
 
 def test_a_value_given_keys_and_a_second_typo_are_named_too():
