@@ -4,6 +4,11 @@ Lightning's progress bar shows little of a GRPO run (and is off in the CPU train
 prints what a user watches for: step k of n, reward, zero-variance share, rollouts, seconds and the
 time left, the held-out score when evaluated, and at the end the first and last rewards and
 held-out scores, overall and per environment. Rank 0 only.
+
+Long phases (the warm start, an evaluation, a step's rollouts) also print a heartbeat at most every
+`heartbeat_s` seconds from the module's work points (`GRPOModule.work_hooks`): what is done, the
+time so far and, where the units take similar time, the time left. A phase shorter than that
+prints nothing extra.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from typing_extensions import override
 
 from envsched_lightning.evaluation import paired_change
+from envsched_lightning.stopping import WorkProgress
 
 REWARD, SCORE = "rollout/reward_mean", "eval/score"
 
@@ -41,12 +47,19 @@ def _first_last(values: list[float], k: int) -> str:
 
 
 class ProgressPrinter(Callback):
-    """Prints a line every `every` steps; `every=0` prints only the start and the summary."""
+    """Prints a line every `every` steps (`every=0`: only the start and the summary), and a heartbeat
+    in long phases at most every `heartbeat_s` seconds (0: none)."""
 
-    def __init__(self, every: int = 1) -> None:
+    def __init__(self, every: int = 1, heartbeat_s: float = 20.0) -> None:
         if isinstance(every, bool) or not isinstance(every, int) or every < 0:
             raise ValueError(f"callbacks.progress.every must be an int >= 0, got {every!r}")
+        if isinstance(heartbeat_s, bool) or not isinstance(heartbeat_s, (int, float)) or not heartbeat_s >= 0:
+            raise ValueError(f"callbacks.progress.heartbeat_s must be a number of seconds >= 0, got {heartbeat_s!r}")
         self.every = every
+        self.heartbeat_s = float(heartbeat_s)
+        self._phase_t0: dict[str, float] = {}  # phase -> when it started
+        self._last_beat = 0.0
+        self._trainer: Trainer | None = None
         self.rewards: list[float] = []  # this process's steps
         self.first_step = 0  # steps made before this process (a resumed run's checkpoint)
         self.scores: list[float] = []
@@ -61,8 +74,55 @@ class ProgressPrinter(Callback):
             print(text, flush=True)
 
     @override
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        hooks = getattr(pl_module, "work_hooks", None)
+        if self.heartbeat_s and hooks is not None and self._heartbeat not in hooks:
+            hooks.append(self._heartbeat)
+        self._trainer = trainer
+
+    @override
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        hooks = getattr(pl_module, "work_hooks", None)
+        if hooks is not None and self._heartbeat in hooks:
+            hooks.remove(self._heartbeat)
+
+    def _heartbeat(self, work: WorkProgress) -> None:
+        """A line when `heartbeat_s` passed since the phase began or since the last heartbeat."""
+        now = time.perf_counter()
+        phase = "step" if work.phase in ("rollouts", "update") else work.phase
+        start = self._phase_t0.setdefault(phase, now)
+        if self._trainer is None or now - max(start, self._last_beat) < self.heartbeat_s:
+            return
+        self._last_beat = now
+        elapsed = now - start
+        left = f", ~{_clock(elapsed / work.done * (work.total - work.done))} left" if 0 < work.done < work.total else ""
+        if phase == "warm start":
+            line = f"warm start: {work.done}/{work.total} steps" + (f", {work.detail}" if work.detail else "")
+        elif phase == "eval":
+            line = f"{self._eval_label(self._trainer)}: {work.done}/{work.total} tasks"
+        else:  # a GRPO step: episodes of a turn-by-turn batch finish unevenly, so no estimate
+            step = self.first_step + len(self.rewards) + 1
+            what = "updating" if work.phase == "update" else f"{work.done}/{work.total} rollouts finished"
+            line, left = f"step {step}" + (f"/{self.total}" if self.total else "") + f": {what}", ""
+        self._say(self._trainer, f"{line}, {_clock(elapsed)}{left}")
+
+    def _eval_label(self, trainer: Trainer) -> str:
+        if trainer.sanity_checking:
+            resumed_at = int(getattr(getattr(trainer, "datamodule", None), "step", 0) or 0)
+            return f"eval on resuming at step {resumed_at}" if resumed_at else "eval before training"
+        return f"eval after step {self.first_step + len(self.rewards)}"
+
+    def _begin(self, phase: str) -> None:
+        self._phase_t0[phase] = time.perf_counter()
+
+    @override
+    def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._begin("eval")
+
+    @override
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._t0 = time.perf_counter()
+        self._begin("warm start")
         protocol = getattr(pl_module, "tool_protocol", None)
         if protocol is not None:
             self._say(trainer, f"tool calls: {protocol.name} ({protocol.how})")
@@ -88,6 +148,7 @@ class ProgressPrinter(Callback):
     @override
     def on_train_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int) -> None:
         self._step_t0 = time.perf_counter()
+        self._begin("step")
 
     @override
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:

@@ -12,6 +12,12 @@ Hand-off to the scheduler (the DataModule's side): after the rollouts, the step 
 `self.last_groups`, calls ``trainer.datamodule.report(groups)`` once if the DataModule has a
 `report` method, and returns ``{"groups": groups}`` as the step output (callbacks see it in
 `on_train_batch_end`). The optional SFT warm start reads ``trainer.datamodule.warm_start_items()``.
+
+Long work reports itself: before each turn's generation (training rollouts and evaluation), and after
+each warm-start step, every callable in `work_hooks` gets a `WorkProgress` (the console prints a
+heartbeat from it). These are the only places a hook may raise (`StopRequested`) to abandon the work:
+each lies before the step's first optimiser step, so an abandoned step has changed no weight and no
+optimiser state; the DataModule's `abandon_step` takes back what the scheduler heard of it.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ from envsched_lightning.rollout import (
     run_agent_loop,
 )
 from envsched_lightning.scheduling import RolloutGroup
+from envsched_lightning.stopping import WorkProgress
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +193,13 @@ class GRPOModule(LightningModule):
         self.warm_losses: list[float] = []  # SFT loss per warm-start step, when this process ran it
         self._eval_rewards: list[tuple[str, float, str]] = []  # (env, reward, task key) per held-out task this validation
         self.last_eval: dict[str, float] = {}  # task key -> reward, of the latest validation
+        self.work_hooks: list[Callable[[WorkProgress], None]] = []  # see the module docstring
+
+    def _work_point(self, phase: str, done: int, total: int, detail: str = "") -> None:
+        """Long work reports progress here; only here may a hook raise to abandon it (see the module docstring)."""
+        progress = WorkProgress(phase, done, total, detail)
+        for hook in self.work_hooks:
+            hook(progress)
 
     # ------------------------------------------------------------------ training
     def training_step(self, batch: TaskBatch, batch_idx: int = 0) -> dict[str, Any]:
@@ -234,7 +248,8 @@ class GRPOModule(LightningModule):
 
     def _rollouts(self, batch: TaskBatch, group_size: int, sampling: SamplingConfig) -> RolloutBatch:
         with engine_awake(self.engine):  # a sleeping vLLM gives the GPU back to training in between
-            return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling, **self.loop_kwargs)
+            return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling,
+                                  on_turn=partial(self._work_point, "rollouts"), **self.loop_kwargs)  # fmt: skip
 
     def _optimise(self, episodes: list[EpisodeRecord], advantages: Tensor) -> dict[str, float]:
         """`ppo_epochs` x `num_mini_batches` optimiser steps over random mini-batches; mean diagnostics.
@@ -254,6 +269,7 @@ class GRPOModule(LightningModule):
                 else:
                     old_logprobs = self._logprobs(seqs)  # [N, L-1] the trainer's view of the sampling policy
                 ref_logprobs = self._ref_logprobs(seqs) if cfg.kl_coef > 0 else None  # [N, L-1]
+            self._work_point("update", 0, cfg.ppo_epochs * cfg.num_mini_batches)  # the last point before any change
             if seqs.sample_logprobs is not None and cfg.off_policy_correction and not cfg.reuse_sampling_logprobs:
                 is_weights, mismatch = truncated_importance_weights(
                     old_logprobs, seqs.sample_logprobs, seqs.loss_mask, cfg.importance_sampling_cap
@@ -424,8 +440,9 @@ class GRPOModule(LightningModule):
             raise ValueError("warm start found no successful oracle episode")
         opt = torch.optim.AdamW(self._trainable(), lr=self.warm.lr)
         gen = torch.Generator().manual_seed(self.warm.seed)
-        losses = []
+        losses: list[float] = []
         self.model.train()
+        self._work_point("warm start", 0, self.warm.steps)
         for _ in range(self.warm.steps):
             pick = torch.randint(len(episodes), (self.warm.batch_size,), generator=gen).tolist()
             seqs = pack_sequences([episodes[i] for i in pick], self.tokenizer.pad_token_id,
@@ -436,14 +453,30 @@ class GRPOModule(LightningModule):
             torch.nn.utils.clip_grad_norm_(self._trainable(), self.grpo.max_grad_norm)
             opt.step()
             losses.append(loss.item())
+            self._work_point("warm start", len(losses), self.warm.steps, f"SFT loss {losses[-1]:.3f}")
         self.warm_started = True
         return losses
 
     # ------------------------------------------------------------------ evaluation
     def validation_step(self, batch: TaskBatch, batch_idx: int = 0) -> None:
         """Greedy, one rollout per held-out task: the rollouts `evaluate.py` runs (`evaluation.greedy_rollouts`)."""
-        episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, **self.loop_kwargs)
+        before, total = len(self._eval_rewards), self._eval_tasks(len(batch))
+
+        def on_turn(finished: int, _episodes: int) -> None:
+            self._work_point("eval", before + finished, total)
+
+        episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, on_turn=on_turn,
+                                   **self.loop_kwargs)  # fmt: skip
         self._eval_rewards += [(e.env, e.reward, e.task_key) for e in episodes]
+
+    def _eval_tasks(self, default: int) -> int:
+        """Held-out tasks this rank evaluates in this validation (its loader's sampler), for progress."""
+        loader = self.trainer.val_dataloaders if self._trainer is not None else None
+        sampler = getattr(loader, "sampler", None)
+        try:
+            return len(sampler) if sampler is not None else default
+        except TypeError:  # a sampler without a length
+            return default
 
     def on_validation_epoch_start(self) -> None:
         self._eval_rewards = []
