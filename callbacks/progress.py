@@ -21,6 +21,7 @@ from typing import Any
 from lightning.pytorch import Callback, LightningModule, Trainer
 from typing_extensions import override
 
+from callbacks.heartbeat import Heartbeat, clock as _clock
 from envsched_lightning.evaluation import paired_change
 from envsched_lightning.stopping import WorkProgress
 
@@ -34,11 +35,6 @@ def _value(metrics: Mapping[str, Any], key: str) -> float | None:
 
 def _per_env(metrics: Mapping[str, Any], prefix: str) -> dict[str, float]:
     return {k[len(prefix) + 1 :]: float(v) for k, v in metrics.items() if k.startswith(prefix + "/")}
-
-
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(round(seconds)), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 def _first_last(values: list[float], k: int) -> str:
@@ -57,9 +53,8 @@ class ProgressPrinter(Callback):
             raise ValueError(f"callbacks.progress.heartbeat_s must be a number of seconds >= 0, got {heartbeat_s!r}")
         self.every = every
         self.heartbeat_s = float(heartbeat_s)
-        self._phase_t0: dict[str, float] = {}  # phase -> when it started
-        self._last_beat = 0.0
         self._trainer: Trainer | None = None
+        self._beat = Heartbeat(self.heartbeat_s, self._say_rank_zero, self._heartbeat_line)
         self.rewards: list[float] = []  # this process's steps
         self.first_step = 0  # steps made before this process (a resumed run's checkpoint)
         self.scores: list[float] = []
@@ -73,38 +68,34 @@ class ProgressPrinter(Callback):
         if trainer.is_global_zero:
             print(text, flush=True)
 
+    def _say_rank_zero(self, text: str) -> None:
+        if self._trainer is not None:
+            self._say(self._trainer, text)
+
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         hooks = getattr(pl_module, "work_hooks", None)
-        if self.heartbeat_s and hooks is not None and self._heartbeat not in hooks:
-            hooks.append(self._heartbeat)
+        if self.heartbeat_s and hooks is not None and self._beat.report not in hooks:
+            hooks.append(self._beat.report)
         self._trainer = trainer
 
     @override
     def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         hooks = getattr(pl_module, "work_hooks", None)
-        if hooks is not None and self._heartbeat in hooks:
-            hooks.remove(self._heartbeat)
+        if hooks is not None and self._beat.report in hooks:
+            hooks.remove(self._beat.report)
+        self._beat.close()
 
-    def _heartbeat(self, work: WorkProgress) -> None:
-        """A line when `heartbeat_s` passed since the phase began or since the last heartbeat."""
-        now = time.perf_counter()
-        phase = "step" if work.phase in ("rollouts", "update") else work.phase
-        start = self._phase_t0.setdefault(phase, now)
-        if self._trainer is None or now - max(start, self._last_beat) < self.heartbeat_s:
-            return
-        self._last_beat = now
-        elapsed = now - start
-        left = f", ~{_clock(elapsed / work.done * (work.total - work.done))} left" if 0 < work.done < work.total else ""
-        if phase == "warm start":
-            line = f"warm start: {work.done}/{work.total} steps" + (f", {work.detail}" if work.detail else "")
-        elif phase == "eval":
-            line = f"{self._eval_label(self._trainer)}: {work.done}/{work.total} tasks"
-        else:  # a GRPO step: episodes of a turn-by-turn batch finish unevenly, so no estimate
-            step = self.first_step + len(self.rewards) + 1
-            what = "updating" if work.phase == "update" else f"{work.done}/{work.total} rollouts finished"
-            line, left = f"step {step}" + (f"/{self.total}" if self.total else "") + f": {what}", ""
-        self._say(self._trainer, f"{line}, {_clock(elapsed)}{left}")
+    def _heartbeat_line(self, work: WorkProgress, so_far: float, left: float | None) -> str:
+        tail = f", {_clock(so_far)}" + (f", ~{_clock(left)} left" if left is not None else "")
+        if work.phase == "warm start":
+            return f"warm start: {work.done}/{work.total} steps" + (f", {work.detail}" if work.detail else "") + tail
+        if work.phase == "eval":
+            return f"{self._eval_label(self._trainer)}: {work.done}/{work.total} tasks" + tail
+        # a GRPO step: its episodes finish turn by turn, unevenly, so no time left is guessed
+        step = f"step {self.first_step + len(self.rewards) + 1}" + (f"/{self.total}" if self.total else "")
+        what = "updating" if work.phase == "update" else f"{work.done}/{work.total} rollouts finished"
+        return f"{step}: {what}, {_clock(so_far)}"
 
     def _eval_label(self, trainer: Trainer) -> str:
         if trainer.sanity_checking:
@@ -112,17 +103,23 @@ class ProgressPrinter(Callback):
             return f"eval on resuming at step {resumed_at}" if resumed_at else "eval before training"
         return f"eval after step {self.first_step + len(self.rewards)}"
 
-    def _begin(self, phase: str) -> None:
-        self._phase_t0[phase] = time.perf_counter()
-
     @override
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        self._begin("eval")
+        self._beat.begin()
+
+    @override
+    def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._beat.end()
+
+    @override
+    def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
+        self._beat.end()
+        self._beat.close()
 
     @override
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._t0 = time.perf_counter()
-        self._begin("warm start")
+        self._beat.begin()  # the warm start, if any, runs next (the module's on_fit_start)
         protocol = getattr(pl_module, "tool_protocol", None)
         if protocol is not None:
             self._say(trainer, f"tool calls: {protocol.name} ({protocol.how})")
@@ -132,6 +129,7 @@ class ProgressPrinter(Callback):
 
     @override
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._beat.end()  # the warm start and the evaluation before training are over
         dm = trainer.datamodule
         self.total = getattr(dm, "total_steps", None)
         if self.total is None and getattr(dm, "steps_per_epoch", None) and trainer.max_epochs:
@@ -148,10 +146,11 @@ class ProgressPrinter(Callback):
     @override
     def on_train_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int) -> None:
         self._step_t0 = time.perf_counter()
-        self._begin("step")
+        self._beat.begin()
 
     @override
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:
+        self._beat.end()
         m = trainer.callback_metrics
         reward = _value(m, REWARD)
         if reward is None:
