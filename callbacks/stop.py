@@ -6,7 +6,9 @@ run then exits with status 0 and no checkpoint, and SIGINT is left to Python's K
 Here the first signal sets a flag that the module's work points look at (between generations,
 warm-start steps and evaluation tasks, see `GRPOModule`), the step in progress is abandoned (the
 DataModule takes back what its scheduler heard of it; no optimiser step was taken), and the state
-of the last completed step is saved as `last.ckpt` next to the run's other checkpoints. train.py
+of the last completed step is saved as `last.ckpt` next to the run's other checkpoints. Until this
+process completes a step there is nothing to save, so a signal then stops the run at once, wherever
+it is (the warm start, the evaluation before training, the first step). train.py
 prints where the run stopped and how to resume, and exits with 128 + the signal's number. A second
 signal exits at once (`envsched_lightning.stopping.StopSignal`).
 
@@ -51,6 +53,7 @@ class StopOnSignal(Callback):
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self.signal.install()  # before on_fit_start: the warm start runs there
+        self.signal.at_once = trainer.world_size == 1  # until a step completes there is nothing to save
         hooks = getattr(pl_module, "work_hooks", None)
         if hooks is not None and self._at_work_point not in hooks:
             hooks.append(self._at_work_point)
@@ -69,6 +72,7 @@ class StopOnSignal(Callback):
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:
         self._in_step = False
         self._last = None
+        self.signal.at_once = False  # from now on a stop saves this step: only at work points
 
     @override
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:

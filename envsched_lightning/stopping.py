@@ -56,12 +56,16 @@ def exit_status(signum: int) -> int:
 class StopSignal:
     """Handlers for `signals` that record the first one (`requested`) and exit at once on the second.
 
-    `install` keeps the handlers it replaces and `restore` puts them back; both do nothing off the
-    main thread (Python delivers signals to the main thread only)."""
+    With `at_once` the first signal raises `StopRequested` right where the main thread is, as Ctrl-C
+    raises KeyboardInterrupt: for stretches where nothing would be saved (before a run's first
+    completed step), so dropping the work anywhere loses nothing. `install` keeps the handlers it
+    replaces and `restore` puts them back; both do nothing off the main thread (Python delivers
+    signals to the main thread only)."""
 
     def __init__(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
         self.signals = tuple(int(s) for s in signals)
         self.requested: int | None = None
+        self.at_once = False
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -87,5 +91,7 @@ class StopSignal:
             print(f"\n{signal_name(signum)} again: exiting now", file=sys.stderr, flush=True)
             os._exit(exit_status(signum))
         self.requested = signum
-        print(f"\n{signal_name(signum)}: stopping at the next point where the work in progress can be dropped "
-              "(a second signal exits at once)", file=sys.stderr, flush=True)  # fmt: skip
+        when = "now" if self.at_once else "at the next point where the work in progress can be dropped"
+        print(f"\n{signal_name(signum)}: stopping {when} (a second signal exits at once)", file=sys.stderr, flush=True)
+        if self.at_once:
+            raise StopRequested(signum)

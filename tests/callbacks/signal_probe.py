@@ -1,5 +1,7 @@
 """A callback that sends this process a signal at a chosen work point: a stop request that arrives
-mid-step (or mid-warm-start) every time, for tests of `callbacks.stop.StopOnSignal`."""
+mid-step (or mid-warm-start) every time, for tests of `callbacks.stop.StopOnSignal`. It hooks in
+after the stop callback, so the signal arrives just after a work point was checked, as a signal from
+outside mostly does."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ class SignalAtWorkPoint(Callback):
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._trainer = trainer
-        pl_module.work_hooks.insert(0, self._maybe_send)  # before the stop callback's check of the same point
+        pl_module.work_hooks.append(self._maybe_send)  # after the stop callback's check: the signal comes between points
 
     def _maybe_send(self, work: WorkProgress) -> None:
         step = self._trainer.datamodule.step

@@ -29,13 +29,13 @@ def decisions(log_dir: str) -> dict[int, list[tuple[str, str, float]]]:
 
 def test_a_signal_mid_step_drops_the_step_and_the_resumed_run_goes_on_as_if_uninterrupted(tmp_path, capsys):
     full = train(tiny_cfg(tmp_path / "full", *COMMON, "steps=4"))
-    with pytest.raises(SystemExit) as stopped:  # SIGTERM during step 3's rollouts (after their first turn)
+    with pytest.raises(SystemExit) as stopped:  # SIGTERM during step 3's rollouts: it stops at the next work point
         train(tiny_cfg(tmp_path / "part", *COMMON, "steps=4", PROBE, "+callbacks.probe.phase=rollouts",
                        "+callbacks.probe.after_step=2"))  # fmt: skip
     assert stopped.value.code == 143
     line = capsys.readouterr().out.strip().splitlines()[-1]
     ckpt = tmp_path / "part" / "checkpoints" / "last.ckpt"
-    assert line.startswith("stopped by SIGTERM in GRPO step 3 (rollouts ")
+    assert line.startswith("stopped by SIGTERM in GRPO step 3 (")
     assert f"last completed GRPO step 2, checkpoint {ckpt}; resume with: python train.py " in line
     assert line.endswith(f" ckpt_path={ckpt}")  # (the command's overrides: see the test run from outside)
     state = read_checkpoint(str(ckpt))
@@ -47,13 +47,20 @@ def test_a_signal_mid_step_drops_the_step_and_the_resumed_run_goes_on_as_if_unin
     assert sorted(got) == [2, 3] and all(got[s] == want[s] for s in (2, 3))  # scheduler and RNG, bit for bit
 
 
-def test_a_signal_in_the_warm_start_says_there_is_nothing_to_resume(tmp_path, capsys):
+@pytest.mark.parametrize(("phase", "where"), [
+    ("warm start", "in the warm start (step 0/2)"),
+    ("eval", "in the evaluation before training (0/3 tasks)"),
+    ("rollouts", "in GRPO step 1 (rollouts 0/6)"),
+])  # fmt: skip
+def test_a_signal_before_the_first_completed_step_stops_at_once_with_nothing_to_resume(tmp_path, capsys, phase, where):
+    """Before the first completed step nothing would be saved: the signal stops the run where it is
+    (at the work point it came at, not the next one)."""
     with pytest.raises(SystemExit) as stopped:
-        train(tiny_cfg(tmp_path, "steps=4", PROBE, "+callbacks.probe.phase=warm start",
+        train(tiny_cfg(tmp_path, "steps=4", PROBE, f"+callbacks.probe.phase={phase}",
                        f"+callbacks.probe.signum={int(signal.SIGINT)}"))  # fmt: skip
     assert stopped.value.code == 130
     line = capsys.readouterr().out.strip().splitlines()[-1]
-    assert line.startswith("stopped by SIGINT in the warm start (step 0/2): no GRPO step was completed, nothing")
+    assert line.startswith(f"stopped by SIGINT {where}: no GRPO step was completed, nothing to resume; run ")
     assert not (tmp_path / "checkpoints").exists()
 
 
