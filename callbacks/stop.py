@@ -3,12 +3,12 @@
 Lightning's own SIGTERM handling (its signal connector) only sets `trainer.received_sigterm`, which
 the loops look at after a whole training batch: a GRPO step of minutes runs to its end first, the
 run then exits with status 0 and no checkpoint, and SIGINT is left to Python's KeyboardInterrupt.
-Here the first signal sets a flag that the module's work points look at (between generations,
-warm-start steps and evaluation tasks, see `GRPOModule`), the step in progress is abandoned (the
+Here the first signal stops the run at once where the module says its work may be dropped
+(`GRPOModule.droppable`: a step before its first optimiser step, an evaluation, the warm start),
+and anywhere before this process completed a step (nothing to save yet); else it sets a flag that
+the module's next work point raises on (`work_hooks`). The step in progress is abandoned (the
 DataModule takes back what its scheduler heard of it; no optimiser step was taken), and the state
-of the last completed step is saved as `last.ckpt` next to the run's other checkpoints. Until this
-process completes a step there is nothing to save, so a signal then stops the run at once, wherever
-it is (the warm start, the evaluation before training, the first step). train.py
+of the last completed step is saved as `last.ckpt` next to the run's other checkpoints. train.py
 prints where the run stopped and how to resume, and exits with 128 + the signal's number. A second
 signal exits at once (`envsched_lightning.stopping.StopSignal`).
 
@@ -49,11 +49,12 @@ class StopOnSignal(Callback):
         self._in_step = False
         self._last: WorkProgress | None = None  # the latest work point: where the run was when it stopped
         self._first_step = 0  # the GRPO step this process started from (a resumed run's checkpoint)
+        self._completed = False  # this process completed a GRPO step: a stop has something to save
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self.signal.install()  # before on_fit_start: the warm start runs there
-        self.signal.at_once = trainer.world_size == 1  # until a step completes there is nothing to save
+        self.signal.at_once = lambda: trainer.world_size == 1 and (not self._completed or pl_module.droppable)
         hooks = getattr(pl_module, "work_hooks", None)
         if hooks is not None and self._at_work_point not in hooks:
             hooks.append(self._at_work_point)
@@ -72,7 +73,7 @@ class StopOnSignal(Callback):
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:
         self._in_step = False
         self._last = None
-        self.signal.at_once = False  # from now on a stop saves this step: only at work points
+        self._completed = True  # from now on a stop saves the last completed step
 
     @override
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:

@@ -15,9 +15,10 @@ Hand-off to the scheduler (the DataModule's side): after the rollouts, the step 
 
 Long work reports itself: before each turn's generation (training rollouts and evaluation), and after
 each warm-start step, every callable in `work_hooks` gets a `WorkProgress` (the console prints a
-heartbeat from it). These are the only places a hook may raise (`StopRequested`) to abandon the work:
-each lies before the step's first optimiser step, so an abandoned step has changed no weight and no
-optimiser state; the DataModule's `abandon_step` takes back what the scheduler heard of it.
+heartbeat from it). A hook may raise there (`StopRequested`) to abandon the work, and while
+`droppable` is true (a training step before its first optimiser step, an evaluation, the warm start)
+a stop may raise anywhere: an abandoned step has changed no weight and no optimiser state, and the
+DataModule's `abandon_step` takes back what the scheduler heard of it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -194,6 +195,15 @@ class GRPOModule(LightningModule):
         self._eval_rewards: list[tuple[str, float, str]] = []  # (env, reward, task key) per held-out task this validation
         self.last_eval: dict[str, float] = {}  # task key -> reward, of the latest validation
         self.work_hooks: list[Callable[[WorkProgress], None]] = []  # see the module docstring
+        self.droppable = False  # the work in progress may be abandoned anywhere (see the module docstring)
+
+    @contextlib.contextmanager
+    def _may_drop(self) -> Iterator[None]:
+        self.droppable = True
+        try:
+            yield
+        finally:
+            self.droppable = False
 
     def _work_point(self, phase: str, done: int, total: int, detail: str = "") -> None:
         """Long work reports progress here; only here may a hook raise to abandon it (see the module docstring)."""
@@ -203,21 +213,22 @@ class GRPOModule(LightningModule):
 
     # ------------------------------------------------------------------ training
     def training_step(self, batch: TaskBatch, batch_idx: int = 0) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        rollouts = self._rollouts(batch, self.grpo.group_size, self.sampling)  # [B * G] episodes
-        groups = rollout_groups(batch.indices, rollouts)
-        self._report(groups)  # the scheduler hears about each round exactly once, before any update
-        rollouts, groups, rounds = self._dynamic_sampling(len(batch), rollouts, groups)  # [B' * G], B' >= B
-        gen_s = time.perf_counter() - t0
-        self.last_groups = groups
-        adv = group_advantages(rollouts.rewards(), self.grpo.scale_rewards)  # [B', G] advantages, [B'] zero_var
-        keep = (~adv.zero_var).nonzero().flatten().tolist()  # informative groups; the rest carry no gradient
-        if rounds:
-            keep = keep[: len(batch)]  # DAPO trains on a batch of B informative groups, never more
-        t1 = time.perf_counter()
-        stepped = self._any_rank(bool(keep))  # under DDP a rank with nothing to learn still joins the step
-        stats = self._optimise(rollouts.select(keep), adv.advantages[keep].flatten()) if stepped else {}
-        train_s = time.perf_counter() - t1
+        with self._may_drop():  # until `_optimise` takes the first optimiser step
+            t0 = time.perf_counter()
+            rollouts = self._rollouts(batch, self.grpo.group_size, self.sampling)  # [B * G] episodes
+            groups = rollout_groups(batch.indices, rollouts)
+            self._report(groups)  # the scheduler hears about each round exactly once, before any update
+            rollouts, groups, rounds = self._dynamic_sampling(len(batch), rollouts, groups)  # [B' * G], B' >= B
+            gen_s = time.perf_counter() - t0
+            self.last_groups = groups
+            adv = group_advantages(rollouts.rewards(), self.grpo.scale_rewards)  # [B', G] advantages, [B'] zero_var
+            keep = (~adv.zero_var).nonzero().flatten().tolist()  # informative groups; the rest carry no gradient
+            if rounds:
+                keep = keep[: len(batch)]  # DAPO trains on a batch of B informative groups, never more
+            t1 = time.perf_counter()
+            stepped = self._any_rank(bool(keep))  # under DDP a rank with nothing to learn still joins the step
+            stats = self._optimise(rollouts.select(keep), adv.advantages[keep].flatten()) if stepped else {}
+            train_s = time.perf_counter() - t1
         if stepped:
             self.engine.sync_weights(self.model)  # the next rollouts sample from the updated policy
         self._log_step(rollouts, adv.zero_var, stats, gen_s, train_s, kept=len(keep), rounds=rounds)
@@ -290,6 +301,7 @@ class GRPOModule(LightningModule):
                                                num_seqs=num_seqs, num_tokens=num_tokens)  # fmt: skip
                 average_gradients(self._trainable())
                 grad_norm = torch.nn.utils.clip_grad_norm_(self._trainable(), cfg.max_grad_norm)
+                self.droppable = False  # from the first optimiser step on, the step runs to its end
                 opt.step()
                 if out is not None:
                     records.append((out, grad_norm))
@@ -430,6 +442,10 @@ class GRPOModule(LightningModule):
 
     def warm_start(self, items: Sequence[tuple[Task, Environment]]) -> list[float]:
         """`warm.steps` AdamW steps of SFT on the successful oracle episodes of `items` (see `default_oracle`)."""
+        with self._may_drop():  # a stopped warm start is not saved: it runs again
+            return self._warm_start(items)
+
+    def _warm_start(self, items: Sequence[tuple[Task, Environment]]) -> list[float]:
         items = [(t, e) for t, e in items if _has_oracle(t, e)]
         scripted = oracle_rollouts(self.tokenizer, items, **self.loop_kwargs).episodes
         if too_long := [ep.task_key for ep in scripted if ep.reason.startswith(PROMPT_TOO_LONG)]:
@@ -465,8 +481,9 @@ class GRPOModule(LightningModule):
         def on_turn(finished: int, _episodes: int) -> None:
             self._work_point("eval", before + finished, total)
 
-        episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, on_turn=on_turn,
-                                   **self.loop_kwargs)  # fmt: skip
+        with self._may_drop():  # a stopped evaluation is not saved
+            episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, on_turn=on_turn,
+                                       **self.loop_kwargs)  # fmt: skip
         self._eval_rewards += [(e.env, e.reward, e.task_key) for e in episodes]
 
     def _eval_tasks(self, default: int) -> int:

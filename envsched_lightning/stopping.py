@@ -1,10 +1,11 @@
-"""Stopping a run between units of work: a signal sets a flag, the work checks it where it may be dropped.
+"""Stopping a run promptly: a signal stops the work where it may be dropped, else at the next work point.
 
 A GRPO step is long (minutes of rollouts on a CPU) and Lightning acts on SIGTERM only at batch
-boundaries, so a stop request is looked at between generations, warm-start steps and evaluation
-tasks instead (`GRPOModule` reports each as a `WorkProgress`). Where it is seen, `StopRequested`
-abandons the work in progress; the caller writes the last completed state and exits with
-128 + the signal's number (143 for SIGTERM, 130 for SIGINT). A second signal exits at once.
+boundaries. Here a stop takes effect at once wherever the work in progress may be dropped (a step
+before its first optimiser step, an evaluation, the warm start: `GRPOModule.droppable`), else at
+the next work point (`GRPOModule` reports each as a `WorkProgress`). `StopRequested` abandons the
+work; the caller writes the last completed state and exits with 128 + the signal's number (143 for
+SIGTERM, 130 for SIGINT). A second signal exits at once.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any, NamedTuple
 
@@ -56,16 +57,17 @@ def exit_status(signum: int) -> int:
 class StopSignal:
     """Handlers for `signals` that record the first one (`requested`) and exit at once on the second.
 
-    With `at_once` the first signal raises `StopRequested` right where the main thread is, as Ctrl-C
-    raises KeyboardInterrupt: for stretches where nothing would be saved (before a run's first
-    completed step), so dropping the work anywhere loses nothing. `install` keeps the handlers it
+    While `at_once()` is true the first signal raises `StopRequested` right where the main thread is,
+    as Ctrl-C raises KeyboardInterrupt (a long torch kernel finishes first): the owner says when the
+    work in progress may be dropped anywhere. `install` keeps the handlers it
     replaces and `restore` puts them back; both do nothing off the main thread (Python delivers
     signals to the main thread only)."""
 
-    def __init__(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
+    def __init__(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT),
+                 at_once: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
         self.signals = tuple(int(s) for s in signals)
         self.requested: int | None = None
-        self.at_once = False
+        self.at_once = at_once
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -91,7 +93,8 @@ class StopSignal:
             print(f"\n{signal_name(signum)} again: exiting now", file=sys.stderr, flush=True)
             os._exit(exit_status(signum))
         self.requested = signum
-        when = "now" if self.at_once else "at the next point where the work in progress can be dropped"
+        now = self.at_once()
+        when = "now" if now else "at the next point where the work in progress can be dropped"
         print(f"\n{signal_name(signum)}: stopping {when} (a second signal exits at once)", file=sys.stderr, flush=True)
-        if self.at_once:
+        if now:
             raise StopRequested(signum)
