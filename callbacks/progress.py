@@ -90,11 +90,12 @@ class ProgressPrinter(Callback):
         tail = f", {_clock(so_far)}" + (f", ~{_clock(left)} left" if left is not None else "")
         if work.phase == "warm start":
             return f"warm start: {work.done}/{work.total} steps" + (f", {work.detail}" if work.detail else "") + tail
+        turn = f" ({work.detail})" if work.detail else ""  # the turn the agent loop is at
         if work.phase == "eval":
-            return f"{self._eval_label(self._trainer)}: {work.done}/{work.total} tasks" + tail
+            return f"{self._eval_label(self._trainer)}: {work.done}/{work.total} tasks{turn}" + tail
         # a GRPO step: its episodes finish turn by turn, unevenly, so no time left is guessed
         step = f"step {self.first_step + len(self.rewards) + 1}" + (f"/{self.total}" if self.total else "")
-        what = "updating" if work.phase == "update" else f"{work.done}/{work.total} rollouts finished"
+        what = "updating" if work.phase == "update" else f"{work.done}/{work.total} rollouts finished{turn}"
         return f"{step}: {what}, {_clock(so_far)}"
 
     def _eval_label(self, trainer: Trainer) -> str:

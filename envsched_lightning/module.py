@@ -24,6 +24,7 @@ DataModule's `abandon_step` takes back what the scheduler heard of it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import math
 import time
@@ -260,7 +261,16 @@ class GRPOModule(LightningModule):
     def _rollouts(self, batch: TaskBatch, group_size: int, sampling: SamplingConfig) -> RolloutBatch:
         with engine_awake(self.engine):  # a sleeping vLLM gives the GPU back to training in between
             return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling,
-                                  on_turn=partial(self._work_point, "rollouts"), **self.loop_kwargs)  # fmt: skip
+                                  on_turn=self._turn_points("rollouts"), **self.loop_kwargs)  # fmt: skip
+
+    def _turn_points(self, phase: str, offset: int = 0, total: int | None = None) -> Callable[[int, int], None]:
+        """The agent loop's `on_turn` as work points: episodes finished (plus `offset`) of `total`, and the turn."""
+        turns = itertools.count(1)
+
+        def on_turn(finished: int, episodes: int) -> None:
+            self._work_point(phase, offset + finished, total or episodes, f"turn {next(turns)}")
+
+        return on_turn
 
     def _optimise(self, episodes: list[EpisodeRecord], advantages: Tensor) -> dict[str, float]:
         """`ppo_epochs` x `num_mini_batches` optimiser steps over random mini-batches; mean diagnostics.
@@ -476,11 +486,7 @@ class GRPOModule(LightningModule):
     # ------------------------------------------------------------------ evaluation
     def validation_step(self, batch: TaskBatch, batch_idx: int = 0) -> None:
         """Greedy, one rollout per held-out task: the rollouts `evaluate.py` runs (`evaluation.greedy_rollouts`)."""
-        before, total = len(self._eval_rewards), self._eval_tasks(len(batch))
-
-        def on_turn(finished: int, _episodes: int) -> None:
-            self._work_point("eval", before + finished, total)
-
+        on_turn = self._turn_points("eval", len(self._eval_rewards), self._eval_tasks(len(batch)))
         with self._may_drop():  # a stopped evaluation is not saved
             episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, on_turn=on_turn,
                                        **self.loop_kwargs)  # fmt: skip

@@ -25,9 +25,9 @@ def test_long_phases_print_what_is_done_the_time_so_far_and_the_time_left(tmp_pa
     out = capsys.readouterr().out.splitlines()
     clock = r"(\d+m\d\ds|\d+s)"
     assert any(re.fullmatch(rf"warm start: 1/2 steps, SFT loss \d+\.\d{{3}}, {clock}, ~{clock} left", line) for line in out)
-    evals = [line for line in out if line.startswith("eval before training: ") and " tasks, " in line]
-    assert evals and all(re.fullmatch(rf"eval before training: \d/3 tasks, {clock}(, ~{clock} left)?", e) for e in evals)
-    assert any(re.fullmatch(rf"step 1/2: \d/6 rollouts finished, {clock}", line) for line in out)
+    evals = [line for line in out if line.startswith("eval before training: ") and " tasks (" in line]
+    assert evals and all(re.fullmatch(rf"eval before training: \d/3 tasks \(turn \d+\), {clock}(, ~{clock} left)?", e) for e in evals)
+    assert any(re.fullmatch(rf"step 1/2: \d/6 rollouts finished \(turn \d+\), {clock}", line) for line in out)
     assert out.index(evals[0]) < out.index(next(line for line in out if line.startswith("step 1/2 | reward")))
 
 
