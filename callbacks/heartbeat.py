@@ -23,7 +23,7 @@ def clock(seconds: float) -> str:
 
 
 class Heartbeat:
-    """`begin(phase)`, then `report(work)` at each work point, `end()` when the phase is over; `say` prints."""
+    """`begin()` as a phase starts, `report(work)` at each work point, `end()` when the phase is over."""
 
     def __init__(self, every_s: float, say: Callable[[str], None], line: Format) -> None:
         self.every_s, self.say, self.line = every_s, say, line
