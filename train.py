@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -170,41 +168,6 @@ def save_config(cfg: DictConfig, trainer: Any) -> None:
         (Path(cfg.output_dir) / "config_resolved.yaml").write_text(text)
 
 
-def resume_command() -> str:
-    """This run's command line without any `ckpt_path=` (the stop message appends the new one)."""
-    import shlex
-    import sys
-
-    from hydra.core.hydra_config import HydraConfig
-
-    overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else sys.argv[1:]
-    kept = [o for o in overrides if not o.lstrip("+~").startswith("ckpt_path=")]
-    return " ".join(["python", "train.py", *map(shlex.quote, kept)])
-
-
-@contextmanager
-def stop_exits(trainer: Any) -> Iterator[None]:
-    """A fit stopped by a signal (`callbacks.stop.StopOnSignal`): its one-line report, then exit 128 + signal."""
-    from lightning.pytorch.utilities.exceptions import SIGTERMException
-
-    from callbacks.stop import StopOnSignal, stop_message
-    from envsched_lightning.stopping import StopRequested, exit_status
-
-    stoppers = [cb for cb in trainer.callbacks if isinstance(cb, StopOnSignal)]
-    try:
-        yield
-    except (StopRequested, SIGTERMException):
-        reports = [cb.report for cb in stoppers if cb.report is not None]
-        if not reports:
-            raise
-        if trainer.is_global_zero:
-            print(stop_message(reports[0], resume_command()), flush=True)
-        raise SystemExit(exit_status(reports[0].signum)) from None
-    finally:  # Lightning puts the handlers it found back after a failed fit: the process's own come back here
-        for cb in stoppers:
-            cb.signal.restore()
-
-
 def train(cfg: DictConfig) -> dict[str, Any]:
     quiet_known_noise()
     set_torch_threads(cfg.get("torch_threads"))  # conf: OMP_NUM_THREADS when set, else the experiment's default
@@ -217,6 +180,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
     from callbacks.checkpoint import SafeCheckpointIO
     from callbacks.constraint import install_constraints
+    from callbacks.stop import stop_exits
 
     L.seed_everything(cfg.seed, workers=True)
     if cfg.get("model") is not None:  # option errors before any data or weights load

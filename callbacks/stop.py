@@ -19,7 +19,11 @@ checkpoint is written there.
 
 from __future__ import annotations
 
+import shlex
 import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,7 +32,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from typing_extensions import override
 
 from callbacks.checkpoint import GRPOModelCheckpoint, grpo_step
-from envsched_lightning.stopping import StopRequested, StopSignal, WorkProgress, signal_name
+from envsched_lightning.stopping import StopRequested, StopSignal, WorkProgress, exit_status, signal_name
 
 
 class StopReport(NamedTuple):
@@ -129,3 +133,30 @@ def stop_message(report: StopReport, command: str) -> str:
                 f"run `{command}` again to start over")  # fmt: skip
     return (f"stopped by {name} {report.where}; last completed GRPO step {report.step}, checkpoint "
             f"{report.checkpoint}; resume with: {command} ckpt_path={report.checkpoint}")  # fmt: skip
+
+
+def resume_command() -> str:
+    """This run's command line without any `ckpt_path=` (the stop message appends the new one)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else sys.argv[1:]
+    kept = [o for o in overrides if not o.lstrip("+~").startswith("ckpt_path=")]
+    return " ".join(["python", "train.py", *map(shlex.quote, kept)])
+
+
+@contextmanager
+def stop_exits(trainer: Trainer) -> Iterator[None]:
+    """Around `trainer.fit`: a fit stopped by a signal (`StopOnSignal`) prints its one-line report and exits 128 + signal."""
+    stoppers = [cb for cb in trainer.callbacks if isinstance(cb, StopOnSignal)]
+    try:
+        yield
+    except (StopRequested, SIGTERMException):
+        reports = [cb.report for cb in stoppers if cb.report is not None]
+        if not reports:
+            raise
+        if trainer.is_global_zero:
+            print(stop_message(reports[0], resume_command()), flush=True)
+        raise SystemExit(exit_status(reports[0].signum)) from None
+    finally:  # Lightning puts the handlers it found back after a failed fit: the process's own come back here
+        for cb in stoppers:
+            cb.signal.restore()

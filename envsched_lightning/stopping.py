@@ -28,8 +28,11 @@ class WorkProgress(NamedTuple):
     detail: str = ""  # e.g. "SFT loss 0.512"
 
 
-class StopRequested(Exception):
-    """Raised at a `WorkProgress` point after a stop signal: the work in progress is abandoned."""
+class StopRequested(BaseException):
+    """Raised after a stop signal (at a `WorkProgress` point, or at once): the work in progress is abandoned.
+
+    A `BaseException`, as KeyboardInterrupt is: raised at once inside a tool call or a verifier, it
+    must not be taken for their failure by an `except Exception`."""
 
     def __init__(self, signum: int, where: WorkProgress | None = None) -> None:
         self.signum = signum
