@@ -27,15 +27,20 @@ def decisions(log_dir: str) -> dict[int, list[tuple[str, str, float]]]:
     return {rec["step"]: [(r["env"], r["task_id"], r["priority"]) for r in rec["rows"]] for rec in map(json.loads, lines)}
 
 
-def test_a_signal_mid_step_drops_the_step_and_the_resumed_run_goes_on_as_if_uninterrupted(tmp_path, capsys):
+@pytest.mark.parametrize(("phase", "where"), [("rollouts", "in GRPO step 3 ("), ("eval", "in the evaluation after step 2 (")])
+def test_a_signal_after_a_completed_step_saves_it_and_the_resumed_run_goes_on_as_if_uninterrupted(
+    tmp_path, capsys, phase, where
+):
+    """SIGTERM in step 3's rollouts (the step is dropped) or in the evaluation after step 2 (data.steps_per_epoch=2):
+    last.ckpt holds step 2, and the resumed run selects and scores steps 3 and 4 as the uninterrupted run did."""
     full = train(tiny_cfg(tmp_path / "full", *COMMON, "steps=4"))
-    with pytest.raises(SystemExit) as stopped:  # SIGTERM during step 3's rollouts: it stops at the next work point
-        train(tiny_cfg(tmp_path / "part", *COMMON, "steps=4", PROBE, "+callbacks.probe.phase=rollouts",
+    with pytest.raises(SystemExit) as stopped:
+        train(tiny_cfg(tmp_path / "part", *COMMON, "steps=4", PROBE, f"+callbacks.probe.phase={phase}",
                        "+callbacks.probe.after_step=2"))  # fmt: skip
     assert stopped.value.code == 143
     line = capsys.readouterr().out.strip().splitlines()[-1]
     ckpt = tmp_path / "part" / "checkpoints" / "last.ckpt"
-    assert line.startswith("stopped by SIGTERM in GRPO step 3 (")
+    assert line.startswith(f"stopped by SIGTERM {where}")
     assert f"last completed GRPO step 2, checkpoint {ckpt}; resume with: python train.py " in line
     assert line.endswith(f" ckpt_path={ckpt}")  # (the command's overrides: see the test run from outside)
     state = read_checkpoint(str(ckpt))
