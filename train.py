@@ -195,6 +195,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
     from callbacks.checkpoint import SafeCheckpointIO
     from callbacks.constraint import install_constraints
+    from callbacks.stop import stop_exits
 
     L.seed_everything(cfg.seed, workers=True)
     if cfg.get("model") is not None:  # option errors before any data or weights load
@@ -214,7 +215,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_each(cfg.get("logger")) or False,
                           plugins=[SafeCheckpointIO()])  # atomic saves; loads never unpickle code
     save_config(cfg, trainer)
-    trainer.fit(model, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"), weights_only=True)
+    with stop_exits(trainer):  # SIGTERM / SIGINT: the last completed step saved, how to resume, exit 128 + signal
+        trainer.fit(model, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"), weights_only=True)
     paths = output_paths(trainer)
     if trainer.is_global_zero:
         print("\n".join(f"{name}: {path}" for name, path in paths.items()))

@@ -4,6 +4,11 @@ Lightning's progress bar shows little of a GRPO run (and is off in the CPU train
 prints what a user watches for: step k of n, reward, zero-variance share, rollouts, seconds and the
 time left, the held-out score when evaluated, and at the end the first and last rewards and
 held-out scores, overall and per environment. Rank 0 only.
+
+Long phases (the warm start, an evaluation, a step's rollouts) also print a heartbeat at most every
+`heartbeat_s` seconds from the module's work points (`GRPOModule.work_hooks`): what is done, the
+time so far and, where the units take similar time, the time left. A phase shorter than that
+prints nothing extra.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from typing import Any
 from lightning.pytorch import Callback, LightningModule, Trainer
 from typing_extensions import override
 
+from callbacks.heartbeat import Heartbeat, clock as _clock
 from envsched_lightning.evaluation import paired_change
+from envsched_lightning.stopping import WorkProgress
 
 REWARD, SCORE = "rollout/reward_mean", "eval/score"
 
@@ -30,23 +37,24 @@ def _per_env(metrics: Mapping[str, Any], prefix: str) -> dict[str, float]:
     return {k[len(prefix) + 1 :]: float(v) for k, v in metrics.items() if k.startswith(prefix + "/")}
 
 
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(round(seconds)), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
-
-
 def _first_last(values: list[float], k: int) -> str:
     k = max(1, min(k, len(values)))
     return f"{sum(values[:k]) / k:.3f} -> {sum(values[-k:]) / k:.3f}"
 
 
 class ProgressPrinter(Callback):
-    """Prints a line every `every` steps; `every=0` prints only the start and the summary."""
+    """Prints a line every `every` steps (`every=0`: only the start and the summary), and a heartbeat
+    in long phases at most every `heartbeat_s` seconds (0: none)."""
 
-    def __init__(self, every: int = 1) -> None:
+    def __init__(self, every: int = 1, heartbeat_s: float = 20.0) -> None:
         if isinstance(every, bool) or not isinstance(every, int) or every < 0:
             raise ValueError(f"callbacks.progress.every must be an int >= 0, got {every!r}")
+        if isinstance(heartbeat_s, bool) or not isinstance(heartbeat_s, (int, float)) or not heartbeat_s >= 0:
+            raise ValueError(f"callbacks.progress.heartbeat_s must be a number of seconds >= 0, got {heartbeat_s!r}")
         self.every = every
+        self.heartbeat_s = float(heartbeat_s)
+        self._trainer: Trainer | None = None
+        self._beat = Heartbeat(self.heartbeat_s, self._say_rank_zero, self._heartbeat_line)
         self.rewards: list[float] = []  # this process's steps
         self.first_step = 0  # steps made before this process (a resumed run's checkpoint)
         self.scores: list[float] = []
@@ -60,9 +68,59 @@ class ProgressPrinter(Callback):
         if trainer.is_global_zero:
             print(text, flush=True)
 
+    def _say_rank_zero(self, text: str) -> None:
+        if self._trainer is not None:
+            self._say(self._trainer, text)
+
+    @override
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        hooks = getattr(pl_module, "work_hooks", None)
+        if self.heartbeat_s and hooks is not None and self._beat.report not in hooks:
+            hooks.append(self._beat.report)
+        self._trainer = trainer
+
+    @override
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        hooks = getattr(pl_module, "work_hooks", None)
+        if hooks is not None and self._beat.report in hooks:
+            hooks.remove(self._beat.report)
+        self._beat.close()
+
+    def _heartbeat_line(self, work: WorkProgress, so_far: float, left: float | None) -> str:
+        tail = f", {_clock(so_far)}" + (f", ~{_clock(left)} left" if left is not None else "")
+        if work.phase == "warm start":
+            return f"warm start: {work.done}/{work.total} steps" + (f", {work.detail}" if work.detail else "") + tail
+        turn = f" ({work.detail})" if work.detail else ""  # the turn the agent loop is at
+        if work.phase == "eval":
+            return f"{self._eval_label(self._trainer)}: {work.done}/{work.total} tasks{turn}" + tail
+        # a GRPO step: its episodes finish turn by turn, unevenly, so no time left is guessed
+        step = f"step {self.first_step + len(self.rewards) + 1}" + (f"/{self.total}" if self.total else "")
+        what = "updating" if work.phase == "update" else f"{work.done}/{work.total} rollouts finished{turn}"
+        return f"{step}: {what}, {_clock(so_far)}"
+
+    def _eval_label(self, trainer: Trainer) -> str:
+        if trainer.sanity_checking:
+            resumed_at = int(getattr(getattr(trainer, "datamodule", None), "step", 0) or 0)
+            return f"eval on resuming at step {resumed_at}" if resumed_at else "eval before training"
+        return f"eval after step {self.first_step + len(self.rewards)}"
+
+    @override
+    def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._beat.begin()
+
+    @override
+    def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._beat.end()
+
+    @override
+    def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
+        self._beat.end()
+        self._beat.close()
+
     @override
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._t0 = time.perf_counter()
+        self._beat.begin()  # the warm start, if any, runs next (the module's on_fit_start)
         protocol = getattr(pl_module, "tool_protocol", None)
         if protocol is not None:
             self._say(trainer, f"tool calls: {protocol.name} ({protocol.how})")
@@ -72,6 +130,7 @@ class ProgressPrinter(Callback):
 
     @override
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._beat.end()  # the warm start and the evaluation before training are over
         dm = trainer.datamodule
         self.total = getattr(dm, "total_steps", None)
         if self.total is None and getattr(dm, "steps_per_epoch", None) and trainer.max_epochs:
@@ -88,9 +147,11 @@ class ProgressPrinter(Callback):
     @override
     def on_train_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int) -> None:
         self._step_t0 = time.perf_counter()
+        self._beat.begin()
 
     @override
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int) -> None:
+        self._beat.end()
         m = trainer.callback_metrics
         reward = _value(m, REWARD)
         if reward is None:

@@ -14,6 +14,10 @@ the first), and the next `report` hands their groups back (an update). Every rou
 select + update for the scheduler, so it learns from every rollout paid for, also the discarded
 ones; `step` counts GRPO steps, and `step_rounds` keeps each round's decision and groups.
 
+A stopped run may abandon the step in progress (`abandon_step`, called before its update): the
+scheduler, the step counter and the RNG states go back to what they were before the step's first
+select, so a checkpoint taken then holds the last completed step and nothing of the dropped one.
+
 A second `report` for the same selection, or a fetch before the previous step was reported,
 raises: either would mean the scheduler is learning from, or choosing with, the wrong step. Everything is
 built in `__init__` so a bad config fails before the model is loaded; every DDP process builds
@@ -22,6 +26,7 @@ its own copy (the launcher re-runs the script) and only rank 0's scheduler is co
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -91,6 +96,7 @@ class EnvSchedDataModule(LightningDataModule):
         self.step_rounds: list[tuple[Decision, list[RolloutGroup]]] = []  # the step's rounds: decision, groups
         self._pending: Decision | None = None  # decision served, results not yet reported
         self._refill = False  # the pending decision is a refill of the step already counted
+        self._step_start: dict[str, Any] | None = None  # the state before the current step's first select
 
     @property
     def specs(self) -> tuple[TaskSpec, ...]:
@@ -106,6 +112,7 @@ class EnvSchedDataModule(LightningDataModule):
             )
         self.last_groups, self.step_rounds = [], []
         self._refill = False
+        self._step_start = copy.deepcopy(self._state())  # what `abandon_step` goes back to
         batch = self._serve(self.batch_size)
         self.last_decision = self._pending
         return batch
@@ -182,12 +189,21 @@ class EnvSchedDataModule(LightningDataModule):
                           num_workers=0, collate_fn=TaskBatch.collate)  # fmt: skip
 
     # -- checkpointing --------------------------------------------------------------------------
+    def abandon_step(self) -> None:
+        """Drop the step in progress: back to the state before its first select (see the module docstring)."""
+        if self._step_start is None:
+            raise RuntimeError("abandon_step() before any step was served")
+        self.load_state_dict(self._step_start)
+
+    def _state(self) -> dict[str, Any]:
+        state = {"step": self.step, "scheduler": self.scheduler.state_dict()}
+        return state | ({"rng": capture_rng()} if self.restore_rng_states else {})
+
     @override
     def state_dict(self) -> dict[str, Any]:
         if self._pending is not None:
             raise RuntimeError(f"checkpoint taken inside step {self.step}, between select and report")
-        state = {"step": self.step, "scheduler": self.scheduler.state_dict()}
-        return state | ({"rng": capture_rng()} if self.restore_rng_states else {})
+        return self._state()
 
     @override
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:

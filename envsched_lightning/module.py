@@ -12,16 +12,24 @@ Hand-off to the scheduler (the DataModule's side): after the rollouts, the step 
 `self.last_groups`, calls ``trainer.datamodule.report(groups)`` once if the DataModule has a
 `report` method, and returns ``{"groups": groups}`` as the step output (callbacks see it in
 `on_train_batch_end`). The optional SFT warm start reads ``trainer.datamodule.warm_start_items()``.
+
+Long work reports itself: before each turn's generation (training rollouts and evaluation), and after
+each warm-start step, every callable in `work_hooks` gets a `WorkProgress` (the console prints a
+heartbeat from it). A hook may raise there (`StopRequested`) to abandon the work, and while
+`droppable` is true (a training step before its first optimiser step, an evaluation, the warm start)
+a stop may raise anywhere: an abandoned step has changed no weight and no optimiser state, and the
+DataModule's `abandon_step` takes back what the scheduler heard of it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -68,6 +76,7 @@ from envsched_lightning.rollout import (
     run_agent_loop,
 )
 from envsched_lightning.scheduling import RolloutGroup
+from envsched_lightning.stopping import WorkProgress
 
 log = logging.getLogger(__name__)
 
@@ -188,24 +197,41 @@ class GRPOModule(LightningModule):
         self.warm_losses: list[float] = []  # SFT loss per warm-start step, when this process ran it
         self._eval_rewards: list[tuple[str, float, str]] = []  # (env, reward, task key) per held-out task this validation
         self.last_eval: dict[str, float] = {}  # task key -> reward, of the latest validation
+        self.work_hooks: list[Callable[[WorkProgress], None]] = []  # see the module docstring
+        self.droppable = False  # the work in progress may be abandoned anywhere (see the module docstring)
+
+    @contextlib.contextmanager
+    def _may_drop(self) -> Iterator[None]:
+        self.droppable = True
+        try:
+            yield
+        finally:
+            self.droppable = False
+
+    def _work_point(self, phase: str, done: int, total: int, detail: str = "") -> None:
+        """Long work reports progress here; only here may a hook raise to abandon it (see the module docstring)."""
+        progress = WorkProgress(phase, done, total, detail)
+        for hook in self.work_hooks:
+            hook(progress)
 
     # ------------------------------------------------------------------ training
     def training_step(self, batch: TaskBatch, batch_idx: int = 0) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        rollouts = self._rollouts(batch, self.grpo.group_size, self.sampling)  # [B * G] episodes
-        groups = rollout_groups(batch.indices, rollouts)
-        self._report(groups)  # the scheduler hears about each round exactly once, before any update
-        rollouts, groups, rounds = self._dynamic_sampling(len(batch), rollouts, groups)  # [B' * G], B' >= B
-        gen_s = time.perf_counter() - t0
-        self.last_groups = groups
-        adv = group_advantages(rollouts.rewards(), self.grpo.scale_rewards)  # [B', G] advantages, [B'] zero_var
-        keep = (~adv.zero_var).nonzero().flatten().tolist()  # informative groups; the rest carry no gradient
-        if rounds:
-            keep = keep[: len(batch)]  # DAPO trains on a batch of B informative groups, never more
-        t1 = time.perf_counter()
-        stepped = self._any_rank(bool(keep))  # under DDP a rank with nothing to learn still joins the step
-        stats = self._optimise(rollouts.select(keep), adv.advantages[keep].flatten()) if stepped else {}
-        train_s = time.perf_counter() - t1
+        with self._may_drop():  # until `_optimise` takes the first optimiser step
+            t0 = time.perf_counter()
+            rollouts = self._rollouts(batch, self.grpo.group_size, self.sampling)  # [B * G] episodes
+            groups = rollout_groups(batch.indices, rollouts)
+            self._report(groups)  # the scheduler hears about each round exactly once, before any update
+            rollouts, groups, rounds = self._dynamic_sampling(len(batch), rollouts, groups)  # [B' * G], B' >= B
+            gen_s = time.perf_counter() - t0
+            self.last_groups = groups
+            adv = group_advantages(rollouts.rewards(), self.grpo.scale_rewards)  # [B', G] advantages, [B'] zero_var
+            keep = (~adv.zero_var).nonzero().flatten().tolist()  # informative groups; the rest carry no gradient
+            if rounds:
+                keep = keep[: len(batch)]  # DAPO trains on a batch of B informative groups, never more
+            t1 = time.perf_counter()
+            stepped = self._any_rank(bool(keep))  # under DDP a rank with nothing to learn still joins the step
+            stats = self._optimise(rollouts.select(keep), adv.advantages[keep].flatten()) if stepped else {}
+            train_s = time.perf_counter() - t1
         if stepped:
             self.engine.sync_weights(self.model)  # the next rollouts sample from the updated policy
         self._log_step(rollouts, adv.zero_var, stats, gen_s, train_s, kept=len(keep), rounds=rounds)
@@ -236,7 +262,17 @@ class GRPOModule(LightningModule):
 
     def _rollouts(self, batch: TaskBatch, group_size: int, sampling: SamplingConfig) -> RolloutBatch:
         with engine_awake(self.engine):  # a sleeping vLLM gives the GPU back to training in between
-            return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling, **self.loop_kwargs)
+            return run_agent_loop(self.engine, self.tokenizer, batch.pairs(), group_size, sampling,
+                                  on_turn=self._turn_points("rollouts"), **self.loop_kwargs)  # fmt: skip
+
+    def _turn_points(self, phase: str, offset: int = 0, total: int | None = None) -> Callable[[int, int], None]:
+        """The agent loop's `on_turn` as work points: episodes finished (plus `offset`) of `total`, and the turn."""
+        turns = itertools.count(1)
+
+        def on_turn(finished: int, episodes: int) -> None:
+            self._work_point(phase, offset + finished, total or episodes, f"turn {next(turns)}")
+
+        return on_turn
 
     def _optimise(self, episodes: list[EpisodeRecord], advantages: Tensor) -> dict[str, float]:
         """`ppo_epochs` x `num_mini_batches` optimiser steps over random mini-batches; mean diagnostics.
@@ -256,6 +292,7 @@ class GRPOModule(LightningModule):
                 else:
                     old_logprobs = self._logprobs(seqs)  # [N, L-1] the trainer's view of the sampling policy
                 ref_logprobs = self._ref_logprobs(seqs) if cfg.kl_coef > 0 else None  # [N, L-1]
+            self._work_point("update", 0, cfg.ppo_epochs * cfg.num_mini_batches)  # the last point before any change
             if seqs.sample_logprobs is not None and cfg.off_policy_correction and not cfg.reuse_sampling_logprobs:
                 is_weights, mismatch = truncated_importance_weights(
                     old_logprobs, seqs.sample_logprobs, seqs.loss_mask, cfg.importance_sampling_cap
@@ -276,6 +313,7 @@ class GRPOModule(LightningModule):
                                                num_seqs=num_seqs, num_tokens=num_tokens)  # fmt: skip
                 average_gradients(self._trainable())
                 grad_norm = torch.nn.utils.clip_grad_norm_(self._trainable(), cfg.max_grad_norm)
+                self.droppable = False  # from the first optimiser step on, the step runs to its end
                 opt.step()
                 if out is not None:
                     records.append((out, grad_norm))
@@ -422,6 +460,10 @@ class GRPOModule(LightningModule):
 
     def warm_start(self, items: Sequence[tuple[Task, Environment]]) -> list[float]:
         """`warm.steps` AdamW steps of SFT on the successful oracle episodes of `items` (see `default_oracle`)."""
+        with self._may_drop():  # a stopped warm start is not saved: it runs again
+            return self._warm_start(items)
+
+    def _warm_start(self, items: Sequence[tuple[Task, Environment]]) -> list[float]:
         items = [(t, e) for t, e in items if _has_oracle(t, e)]
         scripted = oracle_rollouts(self.tokenizer, items, **self.loop_kwargs).episodes
         if too_long := [ep.task_key for ep in scripted if ep.reason.startswith(PROMPT_TOO_LONG)]:
@@ -432,8 +474,9 @@ class GRPOModule(LightningModule):
             raise ValueError("warm start found no successful oracle episode")
         opt = torch.optim.AdamW(self._trainable(), lr=self.warm.lr)
         gen = torch.Generator().manual_seed(self.warm.seed)
-        losses = []
+        losses: list[float] = []
         self.model.train()
+        self._work_point("warm start", 0, self.warm.steps)
         for _ in range(self.warm.steps):
             pick = torch.randint(len(episodes), (self.warm.batch_size,), generator=gen).tolist()
             seqs = pack_sequences([episodes[i] for i in pick], self.tokenizer.pad_token_id,
@@ -444,14 +487,27 @@ class GRPOModule(LightningModule):
             torch.nn.utils.clip_grad_norm_(self._trainable(), self.grpo.max_grad_norm)
             opt.step()
             losses.append(loss.item())
+            self._work_point("warm start", len(losses), self.warm.steps, f"SFT loss {losses[-1]:.3f}")
         self.warm_started = True
         return losses
 
     # ------------------------------------------------------------------ evaluation
     def validation_step(self, batch: TaskBatch, batch_idx: int = 0) -> None:
         """Greedy, one rollout per held-out task: the rollouts `evaluate.py` runs (`evaluation.greedy_rollouts`)."""
-        episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, **self.loop_kwargs)
+        on_turn = self._turn_points("eval", len(self._eval_rewards), self._eval_tasks(len(batch)))
+        with self._may_drop():  # a stopped evaluation is not saved
+            episodes = greedy_rollouts(self.engine, self.tokenizer, batch.pairs(), self.sampling, on_turn=on_turn,
+                                       **self.loop_kwargs)  # fmt: skip
         self._eval_rewards += [(e.env, e.reward, e.task_key) for e in episodes]
+
+    def _eval_tasks(self, default: int) -> int:
+        """Held-out tasks this rank evaluates in this validation (its loader's sampler), for progress."""
+        loader = self.trainer.val_dataloaders if self._trainer is not None else None
+        sampler = getattr(loader, "sampler", None)
+        try:
+            return len(sampler) if sampler is not None else default
+        except TypeError:  # a sampler without a length
+            return default
 
     def on_validation_epoch_start(self) -> None:
         self._eval_rewards = []

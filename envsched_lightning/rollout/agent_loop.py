@@ -161,12 +161,15 @@ def rollout_episodes(
     tool_format: str = "auto",
     tool_schemas: str = "json",
     tool_time_limit: float | None = DEFAULT_TOOL_TIME_LIMIT,
+    on_turn: Callable[[int, int], None] | None = None,
 ) -> RolloutBatch:
     """Run `group_size` episodes for each (task, env) with any turn generator; see `run_agent_loop`.
 
     `tool_format` says how the policy's template carries tools (`chat.ChatRenderer`): ``auto``
     detects it, ``prompt`` puts the schemas in the system prompt (`tool_schemas` ``json`` or ``compact``),
-    a format name forces it. `tool_time_limit`: seconds per tool call (None: none)."""
+    a format name forces it. `tool_time_limit`: seconds per tool call (None: none). `on_turn(finished,
+    episodes)` is called before each turn's generation: a long batch reports progress there, and may
+    raise there to drop the batch (nothing of it has left this function)."""
     renderer = ChatRenderer(tokenizer, chat_template_kwargs, tool_format, tool_schemas)
     running = _start(groups, group_size, renderer)
     budget = max_seq_len - max_new_tokens  # a sequence longer than this could not take another turn
@@ -175,6 +178,8 @@ def rollout_episodes(
             ep.done = ep.truncated = True
             ep.unplayable = prompt_too_long(len(ep.token_ids), budget)
     while active := [i for i, ep in enumerate(running) if not ep.done]:
+        if on_turn is not None:
+            on_turn(len(running) - len(active), len(running))
         completions = generate(active, [running[i].token_ids for i in active])
         for i, completion in zip(active, completions, strict=True):
             _advance(running[i], completion, renderer, budget, tool_time_limit)

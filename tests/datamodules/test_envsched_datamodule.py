@@ -112,6 +112,28 @@ def test_state_dict_resumes_the_same_schedule(envs):
         b.report(groups_for(bb, step))
 
 
+@pytest.mark.parametrize("reported", [False, True])
+def test_an_abandoned_step_leaves_the_schedule_as_if_it_never_began(envs, reported):
+    """A stopped run drops its step after the select, or after the report (refill rounds, the update):
+    the scheduler, the step counter and the RNG go back, so the next step selects what it would have."""
+    a, b = make_dm(envs, "random"), make_dm(envs, "random")
+    for step in range(2):
+        for dm in (a, b):
+            dm.report(groups_for(dm.next_batch(), step))
+    dropped = a.next_batch()
+    if reported:
+        a.report(groups_for(dropped, 99))
+    a.abandon_step()
+    assert a.step == 2 and a.scheduler.history.step == 2
+    state = a.state_dict()  # no longer inside a step: a checkpoint may be taken
+    assert state["step"] == 2
+    for step in range(2, 4):
+        ba, bb = a.next_batch(), b.next_batch()
+        assert ba.indices == bb.indices
+        a.report(groups_for(ba, step))
+        b.report(groups_for(bb, step))
+
+
 def test_val_loader_serves_held_out_tasks(envs):
     dm = make_dm(envs, val_batch_size=3)
     batches = list(dm.val_dataloader())
