@@ -447,6 +447,7 @@ class GRPOModule(LightningModule):
             raise ValueError("model.grpo.dynamic_sampling > 0 needs a DataModule with refill(n) -> TaskBatch "
                              "(EnvSchedDataModule has one)")
         self._warm_start_once()
+        self.model.train()  # a loader may hand the model over in eval mode, and a resumed run skips the warm start
         self.engine.sync_weights(self.model)
 
     def _warm_start_once(self) -> None:
