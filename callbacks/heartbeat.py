@@ -27,7 +27,7 @@ class Heartbeat:
 
     def __init__(self, every_s: float, say: Callable[[str], None], line: Format) -> None:
         self.every_s, self.say, self.line = every_s, say, line
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a line it says goes through `printed` on the same thread
         self._phase_t0 = 0.0
         self._work: WorkProgress | None = None
         self._work_at = 0.0  # when `_work` was reported
@@ -36,9 +36,17 @@ class Heartbeat:
         self._ticker: threading.Thread | None = None
 
     def begin(self) -> None:
+        """A phase starts; its first line is due `every_s` after the console's last line, which may be the
+        previous phase's (so a phase change never leaves a longer silence)."""
         with self._lock:
-            self._phase_t0 = self._last_line = time.perf_counter()
+            self._phase_t0 = time.perf_counter()
+            self._last_line = self._last_line or self._phase_t0
             self._work = None
+
+    def printed(self) -> None:
+        """Another line went to the console: the next heartbeat is due `every_s` from now."""
+        with self._lock:
+            self._last_line = time.perf_counter()
 
     def end(self) -> None:
         with self._lock:

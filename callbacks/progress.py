@@ -67,6 +67,7 @@ class ProgressPrinter(Callback):
     def _say(self, trainer: Trainer, text: str) -> None:
         if trainer.is_global_zero:
             print(text, flush=True)
+            self._beat.printed()
 
     def _say_rank_zero(self, text: str) -> None:
         if self._trainer is not None:

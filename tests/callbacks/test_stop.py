@@ -49,7 +49,7 @@ def test_a_signal_after_a_completed_step_saves_it_and_the_resumed_run_goes_on_as
     resumed = train(tiny_cfg(tmp_path / "resumed", *COMMON, "steps=4", f"ckpt_path={ckpt}"))
     assert resumed["objects"]["datamodule"].step == 4
     want, got = decisions(full["log_dir"]), decisions(resumed["log_dir"])
-    assert sorted(got) == [2, 3] and all(got[s] == want[s] for s in (2, 3))  # scheduler and RNG, bit for bit
+    assert sorted(got) == [3, 4] and all(got[s] == want[s] for s in (3, 4))  # scheduler and RNG, bit for bit (steps 1-based)
 
 
 @pytest.mark.parametrize(("phase", "where"), [
