@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from envsched_lightning.processes import process_alive
+
 NUMPY_TAG = "__numpy__"  # {NUMPY_TAG: raw bytes as a uint8 tensor, "dtype": "<f8", "shape": [..]}
 _TMP = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)$")
 
@@ -197,22 +199,12 @@ def read_checkpoint(path: str, mmap: bool = False) -> dict[str, Any]:
     return ckpt
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_temporaries(folder: Path) -> list[Path]:
     """Temporary files of saves whose process is gone (killed mid-save): removed, and returned."""
     removed = []
     for tmp in folder.glob(".*.tmp-*"):
         m = _TMP.match(tmp.name)
-        if m and int(m["pid"]) != os.getpid() and not _alive(int(m["pid"])):
+        if m and int(m["pid"]) != os.getpid() and not process_alive(int(m["pid"])):
             tmp.unlink(missing_ok=True)
             removed.append(tmp)
     return removed

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from envsched_lightning.processes import process_alive
+
 from .bounded import FetchError
 
 LOCK_WAIT_S = 15 * 60.0  # how long a fetch waits for another fetch of the same folder before refusing
@@ -97,20 +99,10 @@ def remove_stale_staging(root: Path, folder: str) -> list[Path]:
         if not m or m["folder"] != folder or path.is_symlink() or not path.is_dir():
             continue
         pid = int(m["pid"])
-        if pid != os.getpid() and not _alive(pid):
+        if pid != os.getpid() and not process_alive(pid):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # -------------------------------------------------------------------------------------- replacing
